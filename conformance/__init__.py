@@ -1,0 +1,1 @@
+"""Conformance suite for the Gateway API Inference Extension InferencePool API."""

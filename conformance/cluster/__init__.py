@@ -1,0 +1,1 @@
+"""Clusters the suite runs against: our embedded control plane or the user's."""

@@ -1,0 +1,151 @@
+"""Throwaway credentials for one embedded cluster.
+
+Everything is made fresh per cluster and written 0600 into the cluster's
+private directory: a CA, serving certificates for etcd and kube-apiserver,
+client certificates (apiserver -> etcd, the admin, the controller-manager) and
+the ServiceAccount token signing key. ECDSA P-256 keeps generation instant.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = datetime.timedelta(days=2)
+_LOOPBACK_SANS = [
+    x509.DNSName("localhost"),
+    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+]
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _cert_pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert: Path
+    key: Path
+
+
+@dataclass(frozen=True)
+class ClusterPKI:
+    ca: Path
+    etcd_server: KeyPair
+    etcd_client: KeyPair
+    apiserver: KeyPair
+    admin: KeyPair
+    controller_manager: KeyPair
+    sa_key: Path
+    sa_pub: Path
+
+
+class _CA:
+    def __init__(self) -> None:
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "inferencepool-conformance-ca")])
+        self.name = name
+        self.cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + _VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True, key_cert_sign=True, crl_sign=True,
+                    content_commitment=False, key_encipherment=False, data_encipherment=False,
+                    key_agreement=False, encipher_only=False, decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(self.key, hashes.SHA256())
+        )
+
+    def issue(self, cn: str, *, org: str | None = None, server: bool = False, client: bool = False):
+        key = ec.generate_private_key(ec.SECP256R1())
+        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+        if org:
+            attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+        usages = []
+        if server:
+            usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
+        if client:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name(attrs))
+            .issuer_name(self.name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + _VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        )
+        if server:
+            builder = builder.add_extension(x509.SubjectAlternativeName(_LOOPBACK_SANS), critical=False)
+        return key, builder.sign(self.key, hashes.SHA256())
+
+
+def generate(directory: Path) -> ClusterPKI:
+    """Create all credentials of one cluster in `directory` (which must be private)."""
+    ca = _CA()
+    ca_path = directory / "ca.crt"
+    _write_private(ca_path, _cert_pem(ca.cert))
+
+    def pair(stem: str, cn: str, **kw) -> KeyPair:
+        key, cert = ca.issue(cn, **kw)
+        kp = KeyPair(directory / f"{stem}.crt", directory / f"{stem}.key")
+        _write_private(kp.cert, _cert_pem(cert))
+        _write_private(kp.key, _key_pem(key))
+        return kp
+
+    sa = ec.generate_private_key(ec.SECP256R1())
+    sa_key, sa_pub = directory / "sa.key", directory / "sa.pub"
+    _write_private(sa_key, _key_pem(sa))
+    _write_private(
+        sa_pub,
+        sa.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ),
+    )
+    return ClusterPKI(
+        ca=ca_path,
+        etcd_server=pair("etcd-server", "etcd", server=True, client=True),
+        etcd_client=pair("apiserver-etcd-client", "kube-apiserver-etcd-client", client=True),
+        apiserver=pair("apiserver", "kube-apiserver", server=True),
+        admin=pair("admin", "inferencepool-conformance-admin", org="system:masters", client=True),
+        controller_manager=pair(
+            "controller-manager", "system:kube-controller-manager", org="system:masters", client=True
+        ),
+        sa_key=sa_key,
+        sa_pub=sa_pub,
+    )

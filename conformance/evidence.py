@@ -1,0 +1,29 @@
+"""What a failing test leaves behind for a human: Allure attachments.
+
+Attachments are collected before cleanup deletes anything.
+"""
+
+from __future__ import annotations
+
+import allure
+import pytest
+import yaml
+
+from .wait import trim
+
+REPORTS = pytest.StashKey[dict]()
+
+
+def attach_yaml(name: str, obj) -> None:
+    body = yaml.safe_dump(trim(obj) if isinstance(obj, dict) else obj, sort_keys=False)
+    allure.attach(body, name=name, attachment_type=allure.attachment_type.YAML)
+
+
+def attach_namespace_events(kube, namespace: str) -> None:
+    try:
+        events = kube.list("v1", "Event", namespace).get("items", [])
+    except Exception as e:  # evidence is best effort: never hide the test's own failure
+        events = [{"error": f"could not list events: {e}"}]
+    attach_yaml(f"events in {namespace}", [
+        {k: e.get(k) for k in ("type", "reason", "message", "involvedObject", "count", "lastTimestamp")}
+        if "error" not in e else e for e in events])

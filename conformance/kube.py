@@ -1,0 +1,244 @@
+"""The suite's one way to talk to the API server.
+
+A thin layer over `kubernetes.client.ApiClient.call_api` that works on plain
+dicts and knows the few resources the suite touches (no discovery round
+trips). Every write goes through `create`, `apply`, `patch`, `replace` or
+`delete`; every failure is an `ApiError` carrying the HTTP status and the
+`details.causes` of the Status the server returned.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+FIELD_MANAGER = "inferencepool-conformance"
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+INFERENCE_GROUP = "inference.networking.x-k8s.io"
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+RESOURCES: dict[tuple[str, str], Resource] = {
+    (f"{INFERENCE_GROUP}/v1alpha2", "InferencePool"): Resource(INFERENCE_GROUP, "v1alpha2", "inferencepools"),
+    (f"{GATEWAY_GROUP}/v1", "GatewayClass"): Resource(GATEWAY_GROUP, "v1", "gatewayclasses", namespaced=False),
+    (f"{GATEWAY_GROUP}/v1", "Gateway"): Resource(GATEWAY_GROUP, "v1", "gateways"),
+    (f"{GATEWAY_GROUP}/v1", "HTTPRoute"): Resource(GATEWAY_GROUP, "v1", "httproutes"),
+    ("v1", "Namespace"): Resource("", "v1", "namespaces", namespaced=False),
+    ("v1", "Service"): Resource("", "v1", "services"),
+    ("v1", "Pod"): Resource("", "v1", "pods"),
+    ("v1", "Event"): Resource("", "v1", "events"),
+    ("v1", "ServiceAccount"): Resource("", "v1", "serviceaccounts"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): Resource(
+        "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False
+    ),
+}
+
+
+def resource_of(obj_or_api_version: dict | str, kind: str | None = None) -> Resource:
+    if isinstance(obj_or_api_version, dict):
+        api_version, kind = obj_or_api_version["apiVersion"], obj_or_api_version["kind"]
+    else:
+        api_version = obj_or_api_version
+    try:
+        return RESOURCES[(api_version, kind)]
+    except KeyError:
+        raise KeyError(f"the suite does not know the resource {api_version} {kind}") from None
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server."""
+
+    def __init__(self, status: int, body: Any, method: str, path: str) -> None:
+        self.status = status
+        self.body = body if isinstance(body, dict) else {"message": str(body)}
+        self.method, self.path = method, path
+        super().__init__(f"{method} {path}: HTTP {status}: {self.body.get('message', body)}")
+
+    @property
+    def reason(self) -> str:
+        return self.body.get("reason", "")
+
+    @property
+    def causes(self) -> list[dict]:
+        return (self.body.get("details") or {}).get("causes") or []
+
+
+class Kube:
+    """Dict-in, dict-out access to one cluster."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api = api_client
+        # Namespaced objects this client created, per namespace, oldest first:
+        # cleanup deletes exactly these, newest first.
+        self.created: dict[str, list[tuple[str, str, str]]] = {}
+
+    def _record(self, obj: dict) -> None:
+        md = obj.get("metadata") or {}
+        if md.get("namespace"):
+            ref = (obj["apiVersion"], obj["kind"], md["name"])
+            entries = self.created.setdefault(md["namespace"], [])
+            if ref not in entries:
+                entries.append(ref)
+
+    # -- transport -----------------------------------------------------------
+
+    def request(self, method: str, path: str, *, body: Any = None, query: list | None = None,
+                content_type: str = "application/json", timeout: Any = 30,
+                stream: bool = False) -> Any:
+        """One HTTP round trip; the decoded body, or the open response when `stream`."""
+        method, url, headers, body, _ = self.api.param_serialize(
+            method, path, query_params=list(query or []),
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            body=body, auth_settings=["BearerToken"],
+        )
+        try:
+            resp = self.api.call_api(method, url, header_params=headers, body=body,
+                                     _request_timeout=timeout).response
+        except ApiException as e:  # raised by the client only for TLS failures
+            raise ApiError(e.status or 0, {"message": str(e.reason)}, method, path) from None
+        if not 200 <= resp.status < 300:
+            data = resp.data
+            resp.release_conn()
+            raise ApiError(resp.status, _decode(data), method, path)
+        if stream:
+            return resp
+        data = resp.data
+        resp.release_conn()
+        return _decode(data)
+
+    # -- verbs ---------------------------------------------------------------
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """The object, or None when it does not exist."""
+        try:
+            return self.request("GET", resource_of(api_version, kind).path(namespace, name))
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, *,
+             label_selector: str | None = None, field_selector: str | None = None) -> dict:
+        query = []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        return self.request("GET", resource_of(api_version, kind).path(namespace), query=query)
+
+    def create(self, obj: dict, *, dry_run: bool = False, field_validation: str | None = None) -> dict:
+        ns = obj.get("metadata", {}).get("namespace")
+        out = self.request("POST", resource_of(obj).path(ns), body=obj,
+                           query=_write_query(dry_run, field_validation))
+        if not dry_run:
+            self._record(out)
+        return out
+
+    def replace(self, obj: dict, *, subresource: str | None = None, dry_run: bool = False,
+                field_validation: str | None = None) -> dict:
+        md = obj["metadata"]
+        return self.request("PUT", resource_of(obj).path(md.get("namespace"), md["name"], subresource),
+                            body=obj, query=_write_query(dry_run, field_validation))
+
+    def apply(self, obj: dict, *, dry_run: bool = False, field_manager: str = FIELD_MANAGER,
+              subresource: str | None = None, force: bool = True) -> dict:
+        """Server-side apply: the suite's one way to create-or-update a manifest."""
+        md = obj["metadata"]
+        query = _write_query(dry_run, None) + [("fieldManager", field_manager)]
+        if force:
+            query.append(("force", "true"))
+        out = self.request("PATCH", resource_of(obj).path(md.get("namespace"), md["name"], subresource),
+                           body=obj, query=query, content_type="application/apply-patch+yaml")
+        if not dry_run and subresource is None:
+            self._record(out)
+        return out
+
+    def patch(self, api_version: str, kind: str, name: str, patch: dict, *, namespace: str | None = None,
+              subresource: str | None = None, dry_run: bool = False) -> dict:
+        """JSON merge patch (custom resources do not take strategic merge)."""
+        return self.request("PATCH", resource_of(api_version, kind).path(namespace, name, subresource),
+                            body=patch, query=_write_query(dry_run, None),
+                            content_type="application/merge-patch+json")
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete (dependents in the background); False when it was already gone."""
+        try:
+            self.request("DELETE", resource_of(api_version, kind).path(namespace, name),
+                         body={"propagationPolicy": "Background"})
+            return True
+        except ApiError as e:
+            if e.status == 404:
+                return False
+            raise
+
+    def watch(self, api_version: str, kind: str, namespace: str | None, *, resource_version: str,
+              field_selector: str | None = None, timeout_seconds: int = 60) -> Iterator[dict]:
+        """Yield watch events ({type, object}) until the server ends the watch."""
+        query = [("watch", "true"), ("resourceVersion", resource_version),
+                 ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(max(1, timeout_seconds)))]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        resp: urllib3.HTTPResponse = self.request(
+            "GET", resource_of(api_version, kind).path(namespace), query=query,
+            stream=True, timeout=(5, timeout_seconds + 5))
+        try:
+            buf = b""
+            for chunk in resp.stream(amt=None, decode_content=True):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            resp.release_conn()
+
+    def server_version(self) -> dict:
+        return self.request("GET", "/version", timeout=10)
+
+
+def _write_query(dry_run: bool, field_validation: str | None) -> list:
+    q = []
+    if dry_run:
+        q.append(("dryRun", "All"))
+    if field_validation:
+        q.append(("fieldValidation", field_validation))
+    return q
+
+
+def _decode(raw: Any) -> Any:
+    if raw is None:
+        return None
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(raw)
+    except (ValueError, TypeError):
+        return raw

@@ -1,0 +1,259 @@
+"""Command-line options, with the names of the upstream Go conformance suites.
+
+`add_options` registers them with pytest; `from_config` reads, merges (an
+options file below the command line) and checks them into one frozen
+`Options`. Every bad value becomes an `OptionError` whose message is one line
+saying what is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .timeouts import TimeoutConfig
+
+DEFAULT_GATEWAY_CLASS = "reference"  # the embedded reference implementation's class
+
+
+class OptionError(ValueError):
+    pass
+
+
+def _bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
+# name -> (kind, default, help). kind: str, bool, list, map
+_FLAGS: dict[str, tuple[str, object, str]] = {
+    "gateway-class": ("str", None, "GatewayClass of the implementation under test (default: the embedded reference implementation's 'reference')"),
+    "supported-features": ("list", None, "comma-separated features the implementation supports (default: read from the GatewayClass status.supportedFeatures)"),
+    "exempt-features": ("list", None, "comma-separated features not to test"),
+    "all-features": ("bool", False, "test every feature"),
+    "skip-tests": ("list", None, "comma-separated short names of tests to skip"),
+    "run-test": ("str", None, "run only the test with this short name"),
+    "cleanup-base-resources": ("bool", True, "delete base resources (shared namespaces) after the run"),
+    "cleanup-test-resources": ("bool", True, "delete each test's namespace and objects after it (false keeps them for debugging)"),
+    "debug": ("bool", False, "log every API request and wait"),
+    "namespace-labels": ("map", None, "comma-separated key=value labels for the namespaces the suite creates"),
+    "namespace-annotations": ("map", None, "comma-separated key=value annotations for the namespaces the suite creates"),
+    "conformance-profiles": ("list", None, "comma-separated conformance profiles to run (known: Gateway)"),
+    "report-output": ("str", None, "write the ConformanceReport YAML to this file"),
+    "organization": ("str", None, "implementation's organization, for the report"),
+    "project": ("str", None, "implementation's project, for the report"),
+    "url": ("str", None, "implementation's URL, for the report"),
+    "version": ("str", None, "implementation's version, for the report"),
+    "contact": ("list", None, "comma-separated contacts for the report"),
+    "mode": ("str", "default", "implementation mode, for the report"),
+    "allow-crds-mismatch": ("bool", False, "go on when the installed CRDs match no known API revision"),
+    "skip-provisional-tests": ("bool", False, "skip tests marked provisional"),
+    "fail-fast": ("bool", False, "stop at the first failure"),
+    "timeout-config-overrides": ("str", None, "override timeouts: Name:seconds;Name:seconds"),
+    "conformance-options-file": ("str", None, "YAML file with any of these options (the command line wins)"),
+    "kubeconfig": ("str", None, "kubeconfig of the cluster to test (default: $KUBECONFIG; none: start the embedded cluster)"),
+    "context": ("str", None, "kubeconfig context to use"),
+    "api-revision": ("str", None, "force the InferencePool API revision instead of detecting it from the installed CRD"),
+    "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under test ({kubeconfig} is replaced by the kubeconfig path)"),
+}
+
+# pytest owns --debug and --version, so on the command line these two carry a
+# prefix; options files use the upstream names.
+CLI_NAMES = {"debug": "conformance-debug", "version": "implementation-version"}
+
+PROFILES = ("Gateway",)
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def add_options(parser) -> None:
+    group = parser.getgroup("inferencepool-conformance", "InferencePool conformance")
+    for name, (kind, _default, help_) in _FLAGS.items():
+        kw: dict = {"dest": "ipc_" + name.replace("-", "_"), "default": None, "help": help_}
+        if kind == "bool":
+            kw.update(nargs="?", const="true", metavar="true|false")
+        group.addoption(f"--{CLI_NAMES.get(name, name)}", **kw)
+
+
+@dataclass(frozen=True)
+class Options:
+    gateway_class: str | None
+    supported_features: tuple[str, ...] | None
+    exempt_features: tuple[str, ...]
+    all_features: bool
+    skip_tests: tuple[str, ...]
+    run_test: str | None
+    cleanup_base_resources: bool
+    cleanup_test_resources: bool
+    debug: bool
+    namespace_labels: dict[str, str]
+    namespace_annotations: dict[str, str]
+    conformance_profiles: tuple[str, ...]
+    report_output: Path | None
+    organization: str | None
+    project: str | None
+    url: str | None
+    version: str | None
+    contact: tuple[str, ...]
+    mode: str
+    allow_crds_mismatch: bool
+    skip_provisional_tests: bool
+    fail_fast: bool
+    timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
+    kubeconfig: str | None = None
+    context: str | None = None
+    api_revision: str | None = None
+    implementation_command: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.kubeconfig is None
+
+    @property
+    def implementation_metadata_missing(self) -> list[str]:
+        return [n for n in ("organization", "project", "url", "version") if not getattr(self, n)] + (
+            [] if self.contact else ["contact"])
+
+
+def _load_file(path: str) -> dict:
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except OSError as e:
+        raise OptionError(f"--conformance-options-file {path}: cannot read it ({e.strerror}); pass a readable YAML file")
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise OptionError(f"--conformance-options-file {path}: not valid YAML{where}; fix the file")
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise OptionError(f"--conformance-options-file {path}: must be a mapping of option names to values")
+    unknown = sorted(k for k in doc if str(k) not in _FLAGS or k == "conformance-options-file")
+    if unknown:
+        raise OptionError(f"--conformance-options-file {path}: unknown option(s) {', '.join(map(str, unknown))}; use the command-line names, e.g. gateway-class")
+    return doc
+
+
+def _convert(name: str, kind: str, raw) -> object:
+    if kind == "str":
+        if isinstance(raw, (dict, list)):
+            raise OptionError(f"--{name} takes one value, not {type(raw).__name__}")
+        value = str(raw).strip()
+        if not value:
+            raise OptionError(f"--{name} is empty; give a value or leave the option out")
+        return value
+    if kind == "bool":
+        try:
+            return _bool(raw)
+        except ValueError:
+            raise OptionError(f"--{name}={raw!r} is not a boolean; use true or false") from None
+    if kind == "list":
+        items = raw if isinstance(raw, list) else str(raw).split(",")
+        items = [str(i).strip() for i in items]
+        if any(not i for i in items):
+            raise OptionError(f"--{name}={raw!r} has an empty entry; use a comma-separated list like A,B")
+        return tuple(items)
+    if kind == "map":
+        if isinstance(raw, dict):
+            pairs = [(str(k), str(v)) for k, v in raw.items()]
+        else:
+            pairs = []
+            for part in str(raw).split(","):
+                k, sep, v = part.strip().partition("=")
+                if not sep or not k:
+                    raise OptionError(f"--{name}: {part.strip()!r} is not key=value; use k1=v1,k2=v2")
+                pairs.append((k.strip(), v.strip()))
+        for k, v in pairs:
+            if not _LABEL_KEY.match(k) or len(k) > 253:
+                raise OptionError(f"--{name}: {k!r} is not a valid label or annotation key")
+            if name == "namespace-labels" and (len(v) > 63 or not _LABEL_VALUE.match(v)):
+                raise OptionError(f"--{name}: {v!r} is not a valid label value")
+        return dict(pairs)
+    raise AssertionError(kind)
+
+
+def from_config(config, known_features: frozenset[str], known_tests: frozenset[str] | None = None,
+                known_revisions: frozenset[str] | None = None) -> Options:
+    cli = {name: config.getoption("ipc_" + name.replace("-", "_")) for name in _FLAGS}
+    merged: dict = {}
+    if cli["conformance-options-file"]:
+        merged.update(_load_file(cli["conformance-options-file"]))
+    merged.update({k: v for k, v in cli.items() if v is not None})
+    values: dict = {}
+    for name, (kind, default, _h) in _FLAGS.items():
+        raw = merged.get(name)
+        values[name] = default if raw is None else _convert(name, kind, raw)
+
+    for opt in ("supported-features", "exempt-features"):
+        unknown = sorted(set(values[opt] or ()) - known_features)
+        if unknown:
+            raise OptionError(f"--{opt}: unknown feature(s) {', '.join(unknown)} (known: {', '.join(sorted(known_features))})")
+    if values["all-features"] and values["supported-features"]:
+        raise OptionError("--all-features and --supported-features exclude each other; give one")
+    profiles = values["conformance-profiles"] or PROFILES
+    bad = sorted(set(profiles) - set(PROFILES))
+    if bad:
+        raise OptionError(f"--conformance-profiles: unknown profile(s) {', '.join(bad)} (known: {', '.join(PROFILES)})")
+    if known_tests is not None:
+        for t in [values["run-test"], *(values["skip-tests"] or ())]:
+            if t and t not in known_tests:
+                raise OptionError(f"unknown test {t!r} in --run-test/--skip-tests; list them with `python -m conformance tests`")
+    if known_revisions is not None and values["api-revision"] and values["api-revision"] not in known_revisions:
+        raise OptionError(f"--api-revision={values['api-revision']}: unknown (known: {', '.join(sorted(known_revisions))})")
+    timeouts = TimeoutConfig()
+    if values["timeout-config-overrides"]:
+        try:
+            timeouts = timeouts.with_overrides(values["timeout-config-overrides"])
+        except ValueError as e:
+            raise OptionError(f"--timeout-config-overrides: {e}") from None
+    report = values["report-output"]
+    if report:
+        parent = Path(report).expanduser().resolve().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise OptionError(f"--report-output={report}: directory {parent} does not exist or is not writable")
+    kubeconfig = values["kubeconfig"] or os.environ.get("KUBECONFIG") or None
+    if values["context"] and not kubeconfig:
+        raise OptionError("--context needs a kubeconfig: pass --kubeconfig or set KUBECONFIG")
+    if values["implementation-command"] and kubeconfig:
+        raise OptionError("--implementation-command runs your controller against the embedded cluster; leave out --kubeconfig/KUBECONFIG, or start the controller yourself")
+
+    return Options(
+        gateway_class=values["gateway-class"],
+        supported_features=values["supported-features"],
+        exempt_features=values["exempt-features"] or (),
+        all_features=values["all-features"],
+        skip_tests=values["skip-tests"] or (),
+        run_test=values["run-test"],
+        cleanup_base_resources=values["cleanup-base-resources"],
+        cleanup_test_resources=values["cleanup-test-resources"],
+        debug=values["debug"],
+        namespace_labels=values["namespace-labels"] or {},
+        namespace_annotations=values["namespace-annotations"] or {},
+        conformance_profiles=tuple(profiles),
+        report_output=Path(report).expanduser() if report else None,
+        organization=values["organization"],
+        project=values["project"],
+        url=values["url"],
+        version=values["version"],
+        contact=values["contact"] or (),
+        mode=values["mode"],
+        allow_crds_mismatch=values["allow-crds-mismatch"],
+        skip_provisional_tests=values["skip-provisional-tests"],
+        fail_fast=values["fail-fast"],
+        timeouts=timeouts,
+        kubeconfig=kubeconfig,
+        context=values["context"],
+        api_revision=values["api-revision"],
+        implementation_command=values["implementation-command"],
+    )

@@ -1,0 +1,157 @@
+"""The InferencePool conformance pytest plugin.
+
+Public surface (what tests use):
+
+* fixtures `kube` (a `conformance.kube.Kube` on the cluster under test),
+  `api_revision` (a `conformance.revisions.Revision`), `timeouts` (the
+  `TimeoutConfig`), `namespace` (a fresh namespace per test, deleted and
+  waited for afterwards) and `gateway_class` (the accepted GatewayClass of
+  the implementation under test);
+* markers `rule("S1", ...)` (the SPEC rules a test checks) and
+  `features("SupportInferencePool", ...)`.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import pytest
+
+from . import evidence, options
+from .cluster.provider import KubeconfigError, UserClusterManager
+from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
+from .revisions import REVISIONS
+from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
+from .wait import WaitTimeout, wait_for
+
+SESSION = pytest.StashKey[SuiteSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "rule(*ids): the SPEC rules this test checks")
+    config.addinivalue_line("markers", "features(*names): the features this test needs from the implementation")
+    config.addinivalue_line("markers", "k8s: pytest-kubernetes cluster marker")
+    try:
+        opts = options.from_config(config, FEATURES, known_revisions=frozenset(REVISIONS))
+        user = UserClusterManager(opts.kubeconfig, opts.context) if opts.kubeconfig else None
+    except (options.OptionError, KubeconfigError) as e:
+        raise pytest.UsageError(str(e)) from None
+    if opts.fail_fast:
+        config.option.maxfail = 1
+    config.stash[SESSION] = SuiteSession(config, opts, user)
+    # A CI runner stops jobs with SIGTERM: turn it into Ctrl-C so cleanup still runs.
+    if hasattr(signal, "SIGTERM") and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION, None)
+    if session is not None:
+        session.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash.get(SESSION, None)
+    if session is None:
+        return []
+    opts = session.opts
+    if session.user is not None:
+        where = f"cluster: {session.user.server} (context {session.user.context_name})"
+    else:
+        where = "cluster: embedded control plane, started on first use"
+    return [where, f"gateway class: {opts.gateway_class or REFERENCE_GATEWAY_CLASS}"
+            + (" (reference implementation)" if opts.embedded and not opts.gateway_class else "")]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    report = yield
+    item.stash.setdefault(evidence.REPORTS, {})[report.when] = report
+    if report.failed and call.excinfo is not None and isinstance(call.excinfo.value, WaitTimeout):
+        evidence.attach_yaml("last observed object", call.excinfo.value.last)
+    return report
+
+
+# -- fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def suite(pytestconfig: pytest.Config) -> SuiteSession:
+    return pytestconfig.stash[SESSION]
+
+
+@pytest.fixture(scope="session")
+def kube(suite: SuiteSession):
+    return suite.kube
+
+
+@pytest.fixture(scope="session")
+def api_revision(suite: SuiteSession):
+    return suite.revision
+
+
+@pytest.fixture(scope="session")
+def timeouts(suite: SuiteSession):
+    return suite.opts.timeouts
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, suite: SuiteSession) -> str:
+    """A namespace of the test's own; deleted afterwards, and waited for until it is gone."""
+    name = suite.create_namespace(request.node.originalname.removeprefix("test_").replace("_", "-"))
+    yield name
+    failed = any(r.failed for r in request.node.stash.get(evidence.REPORTS, {}).values())
+    if failed:
+        evidence.attach_namespace_events(suite.kube, name)
+    if not suite.opts.cleanup_test_resources:
+        sys.stderr.write(f"\nkept namespace {name} (--cleanup-test-resources=false)\n")
+        return
+    suite.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def base_namespace(suite: SuiteSession) -> str:
+    """A namespace shared by tests that persist nothing in it (dry-run requests)."""
+    return suite.base_namespace
+
+
+@pytest.fixture(scope="session")
+def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
+    """The implementation's GatewayClass, once it is Accepted."""
+    opts = suite.opts
+    name = opts.gateway_class or REFERENCE_GATEWAY_CLASS
+    created = False
+    if opts.embedded:
+        if opts.implementation_command:
+            suite.start_implementation(opts.implementation_command)
+        elif not opts.gateway_class:
+            suite.start_implementation(f"{sys.executable} -m reference_gateway --kubeconfig {{kubeconfig}} "
+                                       f"--controller-name {REFERENCE_CONTROLLER}")
+            kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                         "metadata": {"name": name, "labels": dict(MANAGED_BY)},
+                         "spec": {"controllerName": REFERENCE_CONTROLLER}})
+            created = True
+    if kube.get("gateway.networking.k8s.io/v1", "GatewayClass", name) is None:
+        pytest.exit(f"GatewayClass {name!r} does not exist on the cluster; install your implementation "
+                    "or pass --gateway-class with an existing class", returncode=EXIT_USAGE)
+    wait_for(kube, "gateway.networking.k8s.io/v1", "GatewayClass", name, None,
+             lambda o: o is not None and _condition_true(o, "Accepted"),
+             timeout=timeouts.GWCMustBeAccepted, what=f"GatewayClass {name} to be Accepted",
+             expected="status.conditions Accepted=True")
+    yield name
+    if created and opts.cleanup_base_resources:
+        kube.delete("gateway.networking.k8s.io/v1", "GatewayClass", name)
+
+
+def _condition_true(obj: dict, ctype: str) -> bool:
+    return any(c.get("type") == ctype and c.get("status") == "True"
+               for c in (obj.get("status") or {}).get("conditions") or [])

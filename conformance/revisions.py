@@ -1,0 +1,76 @@
+"""The one place that knows each published revision of the v1alpha2 API.
+
+Real clusters run the InferencePool CRD of whichever GIE release they
+installed. Where the expected behaviour differs between revisions, the
+difference is data here (or in the case files, keyed by these names), never an
+`if` in a test. `detect` reads the revision off the installed CRD's schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+CRD_NAME = "inferencepools.inference.networking.x-k8s.io"
+MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
+
+
+@dataclass(frozen=True)
+class Revision:
+    name: str
+    title: str
+    default_condition_type: str  # the type of the condition the CRD defaults into a parent entry
+    parent_ref_shape: str  # "ObjectReference" or "ParentGatewayReference"
+    status_default_parent: bool  # the CRD defaults status to one placeholder parent
+    crd_dir: Path  # CRDs the embedded cluster installs for this revision
+
+    def gateway_parent_ref(self, name: str, namespace: str) -> dict:
+        """The parentRef an implementation writes for a Gateway, as this revision spells it."""
+        if self.parent_ref_shape == "ObjectReference":
+            return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": name, "namespace": namespace}
+        return {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": name, "namespace": namespace}
+
+
+REVISIONS: dict[str, Revision] = {
+    r.name: r
+    for r in (
+        Revision("seed", "this project's seed API (early 2025 draft)", "Ready", "ObjectReference", False,
+                 MANIFESTS / "crd"),
+    )
+}
+DEFAULT = "seed"
+
+
+def _v1alpha2_schema(crd: dict) -> dict | None:
+    for v in crd.get("spec", {}).get("versions", []):
+        if v.get("name") == "v1alpha2":
+            return (v.get("schema") or {}).get("openAPIV3Schema")
+    return None
+
+
+def fingerprint(crd: dict) -> dict:
+    """The schema facts that tell revisions apart."""
+    schema = _v1alpha2_schema(crd) or {}
+    status = schema.get("properties", {}).get("status", {})
+    parent = status.get("properties", {}).get("parent", {})
+    entry = parent.get("items", {}).get("properties", {})
+    ref_props = set(entry.get("parentRef", {}).get("properties", {}))
+    cond_default = entry.get("conditions", {}).get("default") or []
+    return {
+        "default_condition_type": cond_default[0].get("type") if cond_default else None,
+        "parent_ref_shape": "ObjectReference" if "uid" in ref_props
+        else ("ParentGatewayReference" if "group" in ref_props else None),
+        "status_default_parent": bool(status.get("default")),
+    }
+
+
+def detect(crd: dict) -> Revision | None:
+    """The revision whose schema the CRD has, or None when it matches none."""
+    if _v1alpha2_schema(crd) is None:
+        return None
+    fp = fingerprint(crd)
+    for rev in REVISIONS.values():
+        if (rev.default_condition_type, rev.parent_ref_shape, rev.status_default_parent) == (
+            fp["default_condition_type"], fp["parent_ref_shape"], fp["status_default_parent"]):
+            return rev
+    return None

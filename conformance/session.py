@@ -1,0 +1,203 @@
+"""What one pytest process knows about the cluster under test.
+
+Everything is lazy: nothing touches a cluster until the first test asks for
+it, so collecting, listing coverage or running pure unit tests starts nothing.
+Input problems found here end the run with one line (`pytest.exit`) before
+any test applies anything.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import config as k8s_config
+
+from . import revisions
+from .cluster.binary import BuildError
+from .cluster.embedded import ClusterError
+from .cluster.provider import EmbeddedManager, UserClusterManager
+from .kube import ApiError, Kube
+from .options import Options
+from .wait import wait_for
+
+EXIT_ENVIRONMENT = 3  # the cluster cannot be used
+EXIT_USAGE = 4  # pytest's own code for bad input
+MANAGED_BY = {"app.kubernetes.io/managed-by": "inferencepool-conformance"}
+
+
+class SuiteSession:
+    def __init__(self, config: pytest.Config, opts: Options, user: UserClusterManager | None) -> None:
+        self.config, self.opts, self.user = config, opts, user
+        self.manager: EmbeddedManager | UserClusterManager | None = user
+        self._kube: Kube | None = None
+        self._revision: revisions.Revision | None = None
+        self._implementation: subprocess.Popen | None = None
+        self.kubernetes_version: str | None = None
+        self.run_id = secrets.token_hex(3)
+        self._base_namespace: str | None = None
+        self._deleting: list[str] = []
+
+    # -- cluster -------------------------------------------------------------
+
+    def _progress(self, msg: str) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(msg)
+        else:
+            print(msg, file=sys.stderr, flush=True)
+
+    @property
+    def kube(self) -> Kube:
+        if self._kube is None:
+            self._kube = self._connect()
+        return self._kube
+
+    def _connect(self) -> Kube:
+        if self.manager is None:
+            EmbeddedManager.crd_paths = [self.revision_for_embedded().crd_dir]
+            manager = EmbeddedManager(cluster_name="embedded")
+            started = time.monotonic()
+            try:
+                manager.create(progress=self._progress)
+            except (BuildError, ClusterError) as e:
+                pytest.exit(f"cannot start the embedded cluster: {e}", returncode=EXIT_ENVIRONMENT)
+            self.manager = manager
+            self._progress(f"embedded cluster ready in {time.monotonic() - started:.1f}s at {manager.cluster.server}")
+        try:
+            api = k8s_config.new_client_from_config(config_file=str(self.manager.kubeconfig))
+        except Exception as e:  # the kubernetes loader raises many types for bad files
+            pytest.exit(f"cannot load the kubeconfig: {e}", returncode=EXIT_USAGE)
+        kube = Kube(api)
+        try:
+            self.kubernetes_version = kube.request("GET", "/version", timeout=(5, 5))["gitVersion"]
+        except Exception as e:
+            server = getattr(self.user, "server", "the cluster")
+            pytest.exit(f"cannot reach {server}: {_short(e)}; check --kubeconfig/--context and that the cluster is running",
+                        returncode=EXIT_ENVIRONMENT)
+        return kube
+
+    def revision_for_embedded(self) -> revisions.Revision:
+        return revisions.REVISIONS[self.opts.api_revision or revisions.DEFAULT]
+
+    @property
+    def revision(self) -> revisions.Revision:
+        if self._revision is None:
+            self._revision = self._detect_revision()
+        return self._revision
+
+    def _detect_revision(self) -> revisions.Revision:
+        try:
+            crd = self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", revisions.CRD_NAME)
+        except ApiError as e:
+            pytest.exit(f"cannot read the InferencePool CRD: {_short(e)}", returncode=EXIT_ENVIRONMENT)
+        if crd is None:
+            pytest.exit(f"the InferencePool CRD ({revisions.CRD_NAME}) is not installed on the cluster; "
+                        "install the CRD of your GIE release first", returncode=EXIT_USAGE)
+        detected = revisions.detect(crd)
+        if self.opts.api_revision:
+            forced = revisions.REVISIONS[self.opts.api_revision]
+            if detected is not forced:
+                self._progress(f"API revision forced to {forced.name}; the installed CRD looks like "
+                               f"{detected.name if detected else 'no known revision'}")
+            return forced
+        if detected is None:
+            if not self.opts.allow_crds_mismatch:
+                pytest.exit("the installed InferencePool CRD matches no known API revision "
+                            f"(known: {', '.join(revisions.REVISIONS)}); pass --api-revision to choose one "
+                            "or --allow-crds-mismatch to go on", returncode=EXIT_USAGE)
+            detected = revisions.REVISIONS[revisions.DEFAULT]
+            self._progress(f"the installed CRD matches no known revision; using the expectations of {detected.name}")
+        return detected
+
+    # -- namespaces --------------------------------------------------------------
+
+    def create_namespace(self, stem: str) -> str:
+        """A new namespace labelled as the suite's (plus --namespace-labels/-annotations)."""
+        name = f"ipc-{stem[:40].strip('-')}-{secrets.token_hex(3)}"
+        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": name,
+            "labels": {**self.opts.namespace_labels, **MANAGED_BY, "inferencepool-conformance/run": self.run_id},
+            "annotations": dict(self.opts.namespace_annotations)}})
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        """Delete what the suite created in a namespace, wait until it is gone, then delete the namespace.
+
+        The namespace itself is waited for at the end of the run: upstream's
+        namespace controller holds every deletion for 5 s, and namespaces are
+        never reused, so no test waits on another's.
+        """
+        kube = self.kube
+        created = kube.created.pop(name, [])
+        for api_version, kind, obj_name in reversed(created):
+            kube.delete(api_version, kind, obj_name, name)
+        for api_version, kind, obj_name in reversed(created):
+            wait_for(kube, api_version, kind, obj_name, name, lambda o: o is None,
+                     timeout=self.opts.timeouts.DeleteTimeout, what=f"{kind} {name}/{obj_name} to be deleted",
+                     expected="the object is gone")
+        kube.delete("v1", "Namespace", name)
+        self._deleting.append(name)
+
+    def wait_namespaces_gone(self) -> None:
+        while self._deleting:
+            name = self._deleting[0]
+            wait_for(self.kube, "v1", "Namespace", name, None, lambda o: o is None,
+                     timeout=self.opts.timeouts.NamespacesMustBeReady, what=f"namespace {name} to be deleted",
+                     expected="the namespace is gone")
+            self._deleting.pop(0)
+
+    @property
+    def base_namespace(self) -> str:
+        """A namespace shared by tests that change nothing in it (dry-run requests)."""
+        if self._base_namespace is None:
+            self._base_namespace = self.create_namespace("base")
+        return self._base_namespace
+
+    # -- implementation under test ----------------------------------------------
+
+    def start_implementation(self, command: str) -> None:
+        """Start the implementation under test against the embedded cluster."""
+        assert self.manager is not None and self.manager.kubeconfig is not None
+        argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)) for a in shlex.split(command)]
+        log = Path(self.manager.kubeconfig).parent / "implementation.log"
+        with open(log, "wb") as out:
+            try:
+                self._implementation = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                                        stderr=subprocess.STDOUT)
+            except OSError as e:
+                pytest.exit(f"cannot start the implementation ({argv[0]}): {e.strerror}", returncode=EXIT_USAGE)
+
+    def implementation_exited(self) -> int | None:
+        return None if self._implementation is None else self._implementation.poll()
+
+    # -- teardown --------------------------------------------------------------
+
+    def close(self) -> None:
+        try:
+            if self._base_namespace is not None and self.opts.cleanup_base_resources:
+                self.delete_namespace(self._base_namespace)
+            # An embedded cluster is thrown away whole: no need to watch it tidy up.
+            if self._kube is not None and not self.opts.embedded:
+                self.wait_namespaces_gone()
+        except Exception as e:  # the run is over; say what is left rather than hide it
+            print(f"cleanup incomplete, namespaces left: {', '.join(self._deleting)}: {_short(e)}", file=sys.stderr)
+        if self._implementation is not None and self._implementation.poll() is None:
+            self._implementation.terminate()
+            try:
+                self._implementation.wait(10)
+            except subprocess.TimeoutExpired:
+                self._implementation.kill()
+                self._implementation.wait()
+        if self.manager is not None:
+            self.manager.delete()  # embedded: stop the cluster; user: remove our kubeconfig copy
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[-1] if text else type(e).__name__

@@ -1,0 +1,37 @@
+"""Schema validation and defaulting (rules S1-S9, S11, S12, D1-D7), from manifests/schema/.
+
+These talk only to the API server and its installed CRD; no implementation is
+involved. Dry-run cases persist nothing; the others create real objects in the
+test's own namespace, which is deleted afterwards.
+"""
+
+import pytest
+
+from conformance import schema_cases
+
+BASES, CASES = schema_cases.load()
+
+
+@pytest.fixture(scope="module")
+def status_pool(kube, base_namespace):
+    """One real pool that status cases write to with dry-run, so it never changes."""
+    pool = schema_cases.merge_patch(BASES["pool"], {"metadata": {"name": "status-cases", "namespace": base_namespace}})
+    return kube.create(pool)  # deleted with the base namespace
+
+
+def _skip_unless_applies(case, revision):
+    if case.expectation(revision) is None:
+        pytest.skip(f"case {case.name} does not apply to API revision {revision.name}")
+
+
+@pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "spec"))
+def test_spec(case, via, kube, api_revision, request):
+    _skip_unless_applies(case, api_revision)
+    namespace = request.getfixturevalue("base_namespace" if via == "dry-run" else "namespace")
+    schema_cases.run_spec_case(kube, BASES, case, via, api_revision, namespace)
+
+
+@pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "status"))
+def test_status(case, via, kube, api_revision, status_pool):
+    _skip_unless_applies(case, api_revision)
+    schema_cases.run_status_case(kube, case, api_revision, status_pool)

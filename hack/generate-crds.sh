@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Regenerates, from the Go sources pinned in api/go.mod:
+#   - api/v1alpha2/zz_generated.deepcopy.go           (controller-gen object)
+#   - manifests/crd/inference.networking.x-k8s.io_*.yaml (controller-gen crd)
+#   - manifests/crd/gateway-api/*.yaml                 (Gateway API standard channel,
+#     produced by the generator program of the sigs.k8s.io/gateway-api module)
+#
+# Usage: hack/generate-crds.sh [OUTPUT_ROOT]
+#
+# OUTPUT_ROOT defaults to the repository root. Any other directory receives the
+# same layout (OUTPUT_ROOT/api/v1alpha2/..., OUTPUT_ROOT/manifests/crd/...);
+# hack/verify-crds.sh uses this to compare a fresh generation with the tree.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+API_DIR="${REPO_ROOT}/api"
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "generate-crds: 'go' was not found on PATH; install Go 1.25 or newer to generate the CRDs" >&2
+  exit 1
+fi
+
+out_root="${1:-${REPO_ROOT}}"
+mkdir -p "${out_root}"
+out_root="$(cd "${out_root}" && pwd -P)"
+
+work="$(mktemp -d)"
+trap 'rm -rf "${work}"' EXIT
+
+cd "${API_DIR}"
+
+# 1. Deepcopy functions of the InferencePool types.
+go tool controller-gen \
+  object:headerFile="${REPO_ROOT}/hack/boilerplate.go.txt" \
+  paths=./v1alpha2/... \
+  output:object:dir="${work}/deepcopy"
+
+# 2. The InferencePool CRD.
+go tool controller-gen \
+  crd \
+  paths=./v1alpha2/... \
+  output:crd:dir="${work}/crd"
+
+# 3. Gateway API CRDs. The upstream generator writes config/crd/<channel>/ below
+#    its working directory and loads the API packages through the go command, so
+#    it runs in a scratch directory with a workspace that points at api/go.mod
+#    (which pins the sigs.k8s.io/gateway-api version).
+printf 'go 1.25\n\nuse %s\n' "${API_DIR}" >"${work}/go.work"
+mkdir -p "${work}/gateway-api/config/crd/standard" "${work}/gateway-api/config/crd/experimental"
+if ! (cd "${work}/gateway-api" && GOWORK="${work}/go.work" go tool generator >"${work}/gateway-api.log" 2>&1); then
+  cat "${work}/gateway-api.log" >&2
+  echo "generate-crds: the Gateway API CRD generator failed" >&2
+  exit 1
+fi
+
+# Sanity checks before anything in OUTPUT_ROOT is touched.
+shopt -s nullglob
+pool_crds=("${work}"/crd/inference.networking.x-k8s.io_*.yaml)
+gw_crds=("${work}"/gateway-api/config/crd/standard/gateway.networking.k8s.io_*.yaml)
+shopt -u nullglob
+if [[ ! -f "${work}/deepcopy/zz_generated.deepcopy.go" || ${#pool_crds[@]} -eq 0 || ${#gw_crds[@]} -eq 0 ]]; then
+  echo "generate-crds: a generator produced no output" >&2
+  exit 1
+fi
+
+# Install: replace the generated files of each set, keep anything else.
+install_set() {
+  local dest="$1" pattern="$2"
+  shift 2
+  mkdir -p "${dest}"
+  find "${dest}" -maxdepth 1 -type f -name "${pattern}" -delete
+  local f
+  for f in "$@"; do
+    cp "${f}" "${dest}/"
+    chmod 0644 "${dest}/$(basename "${f}")"
+  done
+}
+
+install_set "${out_root}/api/v1alpha2" 'zz_generated.deepcopy.go' "${work}/deepcopy/zz_generated.deepcopy.go"
+install_set "${out_root}/manifests/crd" 'inference.networking.x-k8s.io_*.yaml' "${pool_crds[@]}"
+install_set "${out_root}/manifests/crd/gateway-api" 'gateway.networking.*.yaml' "${gw_crds[@]}"
+
+echo "generate-crds: wrote ${#pool_crds[@]} InferencePool CRD(s) and ${#gw_crds[@]} Gateway API standard-channel CRD(s) under ${out_root}/manifests/crd"
