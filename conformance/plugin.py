@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from . import evidence, options
+from . import evidence, options, rules
 from .cluster.provider import KubeconfigError, UserClusterManager
 from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
 from .revisions import REVISIONS
@@ -30,6 +30,9 @@ SESSION = pytest.StashKey[SuiteSession]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
+    parser.getgroup("inferencepool-conformance").addoption(
+        "--rule-coverage", action="store_true", default=False,
+        help="print which collected tests check each SPEC rule, then stop")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,6 +73,20 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         where = "cluster: embedded control plane, started on first use"
     return [where, f"gateway class: {opts.gateway_class or REFERENCE_GATEWAY_CLASS}"
             + (" (reference implementation)" if opts.embedded and not opts.gateway_class else "")]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unknown = sorted({r for item in items for m in item.iter_markers("rule") for r in m.args} - set(rules.RULES))
+    if unknown:
+        raise pytest.UsageError(f"tests name unknown rule(s): {', '.join(unknown)}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.getoption("rule_coverage"):
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in rules.format_matrix(rules.matrix(session.items)):
+            tr.write_line(line)
+        pytest.exit("rule coverage printed", returncode=0)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 CRD_NAME = "inferencepools.inference.networking.x-k8s.io"
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
+GATEWAY_API_CRDS = MANIFESTS / "crd" / "gateway-api"
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,12 @@ class Revision:
     default_condition_type: str  # the type of the condition the CRD defaults into a parent entry
     parent_ref_shape: str  # "ObjectReference" or "ParentGatewayReference"
     status_default_parent: bool  # the CRD defaults status to one placeholder parent
-    crd_dir: Path  # CRDs the embedded cluster installs for this revision
+    crd: Path  # the InferencePool CRD of this revision, generated from api/
+
+    @property
+    def embedded_crds(self) -> list[Path]:
+        """What the embedded cluster installs for this revision: its CRD and Gateway API's."""
+        return [self.crd, GATEWAY_API_CRDS]
 
     def gateway_parent_ref(self, name: str, namespace: str) -> dict:
         """The parentRef an implementation writes for a Gateway, as this revision spells it."""
@@ -35,7 +41,7 @@ REVISIONS: dict[str, Revision] = {
     r.name: r
     for r in (
         Revision("seed", "this project's seed API (early 2025 draft)", "Ready", "ObjectReference", False,
-                 MANIFESTS / "crd"),
+                 MANIFESTS / "crd" / "inference.networking.x-k8s.io_inferencepools.yaml"),
     )
 }
 DEFAULT = "seed"

@@ -60,7 +60,7 @@ class SuiteSession:
 
     def _connect(self) -> Kube:
         if self.manager is None:
-            EmbeddedManager.crd_paths = [self.revision_for_embedded().crd_dir]
+            EmbeddedManager.crd_paths = self.revision_for_embedded().embedded_crds
             manager = EmbeddedManager(cluster_name="embedded")
             started = time.monotonic()
             try:

@@ -44,6 +44,7 @@ func main() {
 		os.Exit(2)
 	}
 	cmd, rest := args[0], args[1:]
+	watchLifeline()
 	switch cmd {
 	case "etcd":
 		os.Exit(runEtcd(rest))

@@ -22,12 +22,16 @@ log = logging.getLogger("reference_gateway")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m reference_gateway", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m reference_gateway",
+        description="A status-only reference gateway controller for the InferencePool API. "
+                    "Logs one line per status write; stops on SIGINT or SIGTERM.")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--controller-name", default=DEFAULT_CONTROLLER,
                    help="the GatewayClass spec.controllerName this controller answers to (default: %(default)s)")
     p.add_argument("--gateway-class",
-                   help="reconcile only this GatewayClass (it must name the controller); default: every class that does")
+                   help="reconcile only this GatewayClass (it must name the controller); "
+                        "default: every class that does")
     p.add_argument("--api-revision", choices=sorted(REVISIONS), default=DEFAULT,
                    help="the InferencePool CRD revision installed in the cluster (default: %(default)s)")
     p.add_argument("--fault", action="append", default=[], choices=sorted(faults.FAULTS), metavar="NAME",

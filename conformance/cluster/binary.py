@@ -115,4 +115,7 @@ def _build(dest: Path, progress) -> None:
         detail = "\n".join(tail)
         raise BuildError(f"building the control plane failed (go build exit {rc}):\n{detail}")
     tmp.rename(dest)
+    for old in dest.parent.glob("kcp-*"):  # builds of other sources are never used again
+        if old != dest:
+            old.unlink(missing_ok=True)
     progress(f"built the embedded control plane in {time.monotonic() - started:.0f}s")

@@ -11,7 +11,6 @@ processes by PID and removes the directory.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import json
 import os
 import shutil
@@ -30,7 +29,6 @@ import yaml
 
 from . import binary, pki
 
-_PR_SET_PDEATHSIG = 1
 _CONTROLLERS = [
     "namespace-controller",
     "garbage-collector-controller",
@@ -42,15 +40,6 @@ _CONTROLLERS = [
 
 class ClusterError(RuntimeError):
     """The embedded cluster could not be started; the message says why."""
-
-
-def _die_with_parent() -> None:
-    # Children get SIGTERM if the process that started them dies without
-    # stopping them (SIGKILL, a crash), so no control plane outlives its user.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
 
 
 def _free_port() -> int:
@@ -87,6 +76,8 @@ class EmbeddedCluster:
     kubeconfig: Path | None = None
     server: str | None = None
     _procs: list[_Proc] = field(default_factory=list)
+    _lifeline: int | None = None  # write end of the pipe the components watch (see controlplane/lifeline.go)
+    _lifeline_read: int | None = None
     _crd_names: list[str] = field(default_factory=list)
     _ssl: ssl.SSLContext | None = None
 
@@ -102,6 +93,7 @@ class EmbeddedCluster:
     def start(self, progress=None) -> "EmbeddedCluster":
         kcp = binary.ensure(progress)
         self.dir = Path(tempfile.mkdtemp(prefix="ipc-cluster-"))
+        self._lifeline_read, self._lifeline = os.pipe()
         atexit.register(self.stop)
         try:
             self._start(kcp)
@@ -187,6 +179,10 @@ class EmbeddedCluster:
                     proc.popen.kill()
                     proc.popen.wait()
         self._procs.clear()
+        for fd in (self._lifeline, self._lifeline_read):
+            if fd is not None:
+                os.close(fd)
+        self._lifeline = self._lifeline_read = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
@@ -204,8 +200,9 @@ class EmbeddedCluster:
         with open(log, "wb") as out:
             popen = subprocess.Popen(
                 [str(kcp), component, *args],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                cwd=self.dir, preexec_fn=_die_with_parent,
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
+                pass_fds=(self._lifeline_read,),
+                env={**os.environ, "KCP_LIFELINE_FD": str(self._lifeline_read)},
             )
         self._procs.append(_Proc(component, popen, log))
 

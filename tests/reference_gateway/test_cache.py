@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import copy
 
-from conftest import NS
-
-from conformance.kube import ApiError
 from reference_gateway import status
 from reference_gateway.cache import Cache
-from reference_gateway.controller import Controller, WorkQueue
-from reference_gateway.model import key
+from reference_gateway.controller import WorkQueue
 from reference_gateway.revisions import REVISIONS
+
+from .objects import NS, controller_for
 
 POOL = ("InferencePool", NS, "pool")
 ROUTE = ("HTTPRoute", NS, "route")
@@ -104,41 +102,10 @@ def test_queue_deduplicates_and_keeps_first_time():
     q = WorkQueue()
     q.add([POOL, ROUTE])
     q.add([POOL])
-    (item, t1), (item2, _) = q.get(), q.get()
+    (item, _), (item2, _) = q.get(), q.get()
     assert (item, item2) == (POOL, ROUTE)
     q.close()
     assert q.get() is None
-
-
-class FakeKube:
-    """Answers status PUTs like the API server: 409 when the resourceVersion is stale."""
-
-    def __init__(self, objects):
-        self.objects = {(o["kind"], *key(o)): copy.deepcopy(o) for o in objects}
-        self.puts = []
-
-    def replace(self, body, subresource=None):
-        assert subresource == "status"
-        k = (body["kind"], *key(body))
-        cur = self.objects[k]
-        self.puts.append(copy.deepcopy(body))
-        if body["metadata"]["resourceVersion"] != cur["metadata"]["resourceVersion"]:
-            raise ApiError(409, {"reason": "Conflict"}, "PUT", str(k))
-        cur = {**cur, "status": copy.deepcopy(body["status"])}
-        cur["metadata"] = {**cur["metadata"], "resourceVersion": str(int(cur["metadata"]["resourceVersion"]) + 1)}
-        self.objects[k] = cur
-        return copy.deepcopy(cur)
-
-    def get(self, api_version, kind, name, namespace=None):
-        return copy.deepcopy(self.objects.get((kind, namespace or "", name)))
-
-
-def controller_for(objs, kube_objects, cache_objects=None):
-    cache = Cache(objs.controller)
-    for o in cache_objects if cache_objects is not None else kube_objects:
-        cache.apply(o["kind"], "ADDED", o)
-    kube = FakeKube(kube_objects)
-    return Controller(kube, cache, REVISIONS["seed"]), kube
 
 
 def test_writes_once_then_nothing(objs):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import LATER, NOW, NS
 
 from reference_gateway import status
 from reference_gateway.revisions import REVISIONS
+
+from .objects import LATER, NOW, NS
 
 SEED = REVISIONS["seed"]
 V05 = REVISIONS["v0.5"]
@@ -34,7 +35,7 @@ def test_pool_gets_accepted_and_resolved_entry_for_our_gateway(objs):
     assert entry["parentRef"] == {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                                   "name": "gw", "namespace": NS}
     assert [c["type"] for c in entry["conditions"]] == ["Accepted", "ResolvedRefs"]
-    for c, reason in zip(entry["conditions"], ["Accepted", "ResolvedRefs"]):
+    for c, reason in zip(entry["conditions"], ["Accepted", "ResolvedRefs"], strict=True):
         assert (c["status"], c["reason"], c["observedGeneration"], c["lastTransitionTime"]) == \
             ("True", reason, 1, NOW)
     assert "port 9002" in objs.cond(entry, "ResolvedRefs")["message"]
@@ -51,7 +52,8 @@ def test_explicit_port_is_reported(objs):
 def test_unresolvable_extension_ref(objs, case):
     ext = {"kind": "Deployment"} if case == "kind" else {"group": "apps"} if case == "group" else {}
     pool = objs.pool(ext=ext)
-    services = [] if case == "missing" else [objs.service(type_="ExternalName" if case == "externalname" else "ClusterIP")]
+    svc_type = "ExternalName" if case == "externalname" else "ClusterIP"
+    services = [] if case == "missing" else [objs.service(type_=svc_type)]
     world = objs.world(objs.gateway_class(), objs.gateway(), objs.route(), pool, *services)
     entry = objs.entry_for(pool_status(pool, world).status, "gw")
     assert objs.cond(entry, "Accepted")["status"] == "True"

@@ -1,0 +1,63 @@
+"""The rules of the contract (SPEC section 3), by ID, and the coverage matrix."""
+
+from __future__ import annotations
+
+RULES: dict[str, str] = {
+    "S1": "spec.selector is required; values obey LabelValue; {} is accepted",
+    "S2": "spec.targetPortNumber is required, an integer, 1..65535",
+    "S3": "spec.extensionRef is required",
+    "S4": "extensionRef.name is required, 1..253 chars",
+    "S5": "extensionRef.group obeys Group",
+    "S6": "extensionRef.kind obeys Kind",
+    "S7": "extensionRef.portNumber is optional, 1..65535",
+    "S8": "extensionRef.failureMode is one of FailOpen, FailClose",
+    "S9": "status.parent: at most 32 entries, parentRef required, conditions obey metav1.Condition",
+    "S10": "status is a subresource; generation moves on spec changes only",
+    "S11": "unknown fields are pruned; rejected with fieldValidation=Strict",
+    "S12": "boundary values are accepted",
+    "D1": "extensionRef.group defaults to \"\"",
+    "D2": "extensionRef.kind defaults to Service",
+    "D3": "extensionRef.failureMode defaults to FailClose",
+    "D4": "extensionRef.portNumber is not defaulted",
+    "D5": "a status parent without conditions gets the revision's default conditions",
+    "D6": "explicit values are kept",
+    "D7": "defaults show on dry-run, create, update, server-side apply and read-back",
+    "C1": "the pool gets a status.parent entry naming the Gateway",
+    "C2": "Accepted is True with reason Accepted",
+    "C3": "ResolvedRefs is True with reason ResolvedRefs while the extensionRef resolves",
+    "C4": "observedGeneration matches metadata.generation after every spec change",
+    "C5": "extensionRef to a missing Service: ResolvedRefs False, InvalidExtensionRef",
+    "C6": "transitions both ways; lastTransitionTime changes only with the status",
+    "C7": "extensionRef of an unsupported kind or group: ResolvedRefs False, InvalidExtensionRef",
+    "C8": "two Gateways of the class: two parent entries",
+    "C9": "the route removed: that Gateway's entry goes away",
+    "C10": "entries of other controllers are left untouched",
+    "C11": "a Gateway of another class gets no entry from this implementation",
+    "C12": "no route to the pool: no entry from this implementation",
+    "C13": "the HTTPRoute: Accepted True; ResolvedRefs True, or False/BackendNotFound without the pool",
+    "X1": "extensionRef to an ExternalName Service: ResolvedRefs False, InvalidExtensionRef",
+    "X2": "a Service switched to ExternalName flips ResolvedRefs to False, and back",
+    "X3": "no request is forwarded to the ExternalName target (traffic; not yet tested)",
+}
+
+
+def matrix(items) -> dict[str, list[str]]:
+    """Rule ID -> node IDs of the collected tests that name it."""
+    out: dict[str, list[str]] = {rule: [] for rule in RULES}
+    for item in items:
+        for mark in item.iter_markers("rule"):
+            for rule in mark.args:
+                out.setdefault(rule, []).append(item.nodeid)
+    return out
+
+
+def format_matrix(m: dict[str, list[str]]) -> list[str]:
+    lines = []
+    for rule, tests in m.items():
+        summary = RULES.get(rule, "UNKNOWN RULE")
+        lines.append(f"{rule:4} {len(tests):4} test(s)  {summary}")
+        lines += [f"       {t}" for t in tests]
+    uncovered = [r for r, t in m.items() if not t]
+    lines.append(f"{len(m) - len(uncovered)}/{len(m)} rules covered" +
+                 (f"; uncovered: {', '.join(uncovered)}" if uncovered else ""))
+    return lines
