@@ -5,8 +5,9 @@ Public surface (what tests use):
 * fixtures `kube` (a `conformance.kube.Kube` on the cluster under test),
   `api_revision` (a `conformance.revisions.Revision`), `timeouts` (the
   `TimeoutConfig`), `namespace` (a fresh namespace per test, deleted and
-  waited for afterwards) and `gateway_class` (the accepted GatewayClass of
-  the implementation under test);
+  waited for afterwards), `gateway_class` (the accepted GatewayClass of
+  the implementation under test) and `topology` (a
+  `conformance.topology.Topology` in the test's namespace);
 * markers `rule("S1", ...)` (the SPEC rules a test checks) and
   `features("SupportInferencePool", ...)`.
 """
@@ -75,10 +76,37 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             + (" (reference implementation)" if opts.embedded and not opts.gateway_class else "")]
 
 
+def short_name(item: pytest.Item) -> str:
+    """The upstream-style short name of a test: its function name without `test_`."""
+    return getattr(item, "originalname", item.name).removeprefix("test_")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unknown = sorted({r for item in items for m in item.iter_markers("rule") for r in m.args} - set(rules.RULES))
     if unknown:
         raise pytest.UsageError(f"tests name unknown rule(s): {', '.join(unknown)}")
+    opts = config.stash[SESSION].opts
+    suite_items = [i for i in items if i.get_closest_marker("rule")]
+    known = {short_name(i) for i in suite_items}
+    for name in [opts.run_test, *opts.skip_tests]:
+        if name and name not in known:
+            raise pytest.UsageError(f"unknown test {name!r} in --run-test/--skip-tests "
+                                    f"(known: {', '.join(sorted(known))})")
+    if opts.run_test:
+        keep = [i for i in items if short_name(i) == opts.run_test or i not in suite_items]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+    for item in items:
+        if short_name(item) in opts.skip_tests:
+            item.add_marker(pytest.mark.skip(reason=f"skipped by --skip-tests {short_name(item)}"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    needed = {f for m in item.iter_markers("features") for f in m.args}
+    if needed:
+        missing = needed - item.config.stash[SESSION].supported_features()
+        if missing:
+            pytest.skip(f"not-supported: the implementation does not support {', '.join(sorted(missing))}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -167,6 +195,14 @@ def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
     yield name
     if created and opts.cleanup_base_resources:
         kube.delete("gateway.networking.k8s.io/v1", "GatewayClass", name)
+
+
+@pytest.fixture
+def topology(kube, namespace, gateway_class, api_revision, timeouts):
+    """Apply and watch status-test objects in the test's own namespace."""
+    from .topology import Topology
+
+    return Topology(kube, namespace, gateway_class, api_revision, timeouts)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

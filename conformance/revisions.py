@@ -36,6 +36,15 @@ class Revision:
             return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": name, "namespace": namespace}
         return {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": name, "namespace": namespace}
 
+    def names_gateway(self, ref: dict, name: str, namespace: str) -> bool:
+        """Whether a status.parent parentRef names Gateway namespace/name, as this revision spells it."""
+        if ref.get("kind") != "Gateway" or ref.get("name") != name:
+            return False
+        if self.parent_ref_shape == "ObjectReference":
+            return ref.get("namespace") == namespace and (ref.get("apiVersion") or "").startswith(
+                "gateway.networking.k8s.io/")
+        return ref.get("namespace", namespace) == namespace and ref.get("group") == "gateway.networking.k8s.io"
+
 
 REVISIONS: dict[str, Revision] = {
     r.name: r

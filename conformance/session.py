@@ -19,6 +19,7 @@ import pytest
 from kubernetes import config as k8s_config
 
 from . import revisions
+from .features import CORE_FEATURES, FEATURES, REFERENCE_GATEWAY_CLASS
 from .cluster.binary import BuildError
 from .cluster.embedded import ClusterError
 from .cluster.provider import EmbeddedManager, UserClusterManager
@@ -42,6 +43,7 @@ class SuiteSession:
         self.run_id = secrets.token_hex(3)
         self._base_namespace: str | None = None
         self._deleting: list[str] = []
+        self._features: frozenset[str] | None = None
 
     # -- cluster -------------------------------------------------------------
 
@@ -114,6 +116,25 @@ class SuiteSession:
             detected = revisions.REVISIONS[revisions.DEFAULT]
             self._progress(f"the installed CRD matches no known revision; using the expectations of {detected.name}")
         return detected
+
+    # -- features ------------------------------------------------------------------
+
+    def supported_features(self) -> frozenset[str]:
+        """Features to test: --all-features, --supported-features, or the GatewayClass's own list."""
+        if self._features is None:
+            opts = self.opts
+            if opts.all_features:
+                chosen = set(FEATURES)
+            elif opts.supported_features:
+                chosen = set(opts.supported_features) | set(CORE_FEATURES)
+            else:
+                chosen = set(CORE_FEATURES)
+                gwc = self.kube.get("gateway.networking.k8s.io/v1", "GatewayClass",
+                                    opts.gateway_class or REFERENCE_GATEWAY_CLASS)
+                chosen |= {f.get("name") for f in ((gwc or {}).get("status") or {}).get("supportedFeatures") or []
+                           if isinstance(f, dict)} & FEATURES
+            self._features = frozenset(chosen - set(opts.exempt_features))
+        return self._features
 
     # -- namespaces --------------------------------------------------------------
 

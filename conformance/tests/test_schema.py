@@ -25,13 +25,13 @@ def _skip_unless_applies(case, revision):
 
 
 @pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "spec"))
-def test_spec(case, via, kube, api_revision, request):
+def test_schema_spec(case, via, kube, api_revision, request):
     _skip_unless_applies(case, api_revision)
     namespace = request.getfixturevalue("base_namespace" if via == "dry-run" else "namespace")
     schema_cases.run_spec_case(kube, BASES, case, via, api_revision, namespace)
 
 
 @pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "status"))
-def test_status(case, via, kube, api_revision, status_pool):
+def test_schema_status(case, via, kube, api_revision, status_pool):
     _skip_unless_applies(case, api_revision)
     schema_cases.run_status_case(kube, case, api_revision, status_pool)

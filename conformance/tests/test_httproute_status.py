@@ -1,0 +1,17 @@
+"""The HTTPRoute to a pool: Accepted; ResolvedRefs True, or False/BackendNotFound without the pool (C13)."""
+
+import pytest
+
+pytestmark = [pytest.mark.rule("C13"), pytest.mark.features("SupportInferencePool")]
+
+
+def test_httproute_status(topology):
+    topology.apply_file("pool-with-route.yaml")
+    topology.wait_route_condition("Accepted", "True")
+    topology.wait_route_condition("ResolvedRefs", "True", "ResolvedRefs")
+
+
+def test_httproute_status_missing_pool(topology):
+    topology.apply_file("pool-with-route.yaml", skip=("InferencePool/pool",))
+    topology.wait_route_condition("Accepted", "True")
+    topology.wait_route_condition("ResolvedRefs", "False", "BackendNotFound")
