@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The watch threads report connection problems themselves, once per retry.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
     faults.activate(args.fault)
     if args.fault:
         log.warning("faults switched on: %s", ", ".join(sorted(args.fault)))

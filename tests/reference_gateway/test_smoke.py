@@ -1,7 +1,11 @@
-"""The reference gateway against a real (embedded) control plane, run as its own process."""
+"""The reference gateway against a real (embedded) control plane, run as its own process.
+
+Uses the `cluster` and `kube` fixtures of tests/conftest.py (seed CRDs and Gateway API's).
+"""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -9,33 +13,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from kubernetes import config
 
-from conformance.cluster.embedded import EmbeddedCluster
-from conformance.kube import Kube
 from conformance.wait import wait_for
 from reference_gateway.model import DEFAULT_CONTROLLER, KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = [ROOT / "manifests" / "crd" / "inference.networking.x-k8s.io_inferencepools.yaml",
-        ROOT / "manifests" / "crd" / "gateway-api"]
 NS = "smoke"
 TIMEOUT = 30
 POOL = KINDS["InferencePool"]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    missing = [p for p in CRDS if not p.exists()]
-    if missing:
-        pytest.fail(f"CRDs not generated yet: {', '.join(str(p.relative_to(ROOT)) for p in missing)}")
-    with EmbeddedCluster(crd_paths=CRDS) as c:
-        yield c
-
-
-@pytest.fixture
-def kube(cluster) -> Kube:
-    return Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+def _die_with_parent() -> None:
+    # If the test process is killed outright, the controller goes with it.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 @pytest.fixture
@@ -45,7 +38,8 @@ def implementation(cluster, tmp_path):
         proc = subprocess.Popen(
             [sys.executable, "-m", "reference_gateway", "--kubeconfig", str(cluster.kubeconfig),
              "--controller-name", DEFAULT_CONTROLLER],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent)
     try:
         yield log
     finally:

@@ -1,0 +1,91 @@
+"""Bad input gets one clear line and a non-zero exit, before anything touches a cluster."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_suite(*args, cwd=REPO, timeout=120):
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("input")
+    (d / "malformed.yaml").write_text("gateway-class: [unclosed\n")
+    (d / "unknown-key.yaml").write_text("gatewayClassName: x\n")
+    (d / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}))
+    return d
+
+
+CASES = [
+    (["--timeout-config-overrides=Bogus:5"], "unknown timeout 'Bogus'"),
+    (["--timeout-config-overrides=CreateTimeout:soon"], "not a number of seconds"),
+    (["--timeout-config-overrides=CreateTimeout"], "is not Name:seconds"),
+    (["--supported-features=NoSuchFeature"], "unknown feature(s) NoSuchFeature"),
+    (["--supported-features=SupportInferencePool,,"], "has an empty entry"),
+    (["--exempt-features=Nope"], "unknown feature(s) Nope"),
+    (["--conformance-options-file={d}/missing.yaml"], "cannot read it"),
+    (["--conformance-options-file={d}/malformed.yaml"], "not valid YAML"),
+    (["--conformance-options-file={d}/unknown-key.yaml"], "unknown option(s) gatewayClassName"),
+    (["--kubeconfig={d}/missing-kubeconfig"], "does not exist"),
+    (["--kubeconfig={d}/kubeconfig", "--context=elsewhere"], "context 'elsewhere' is not in the kubeconfig"),
+    (["--report-output=/nonexistent-dir/report.yaml"], "does not exist or is not writable"),
+    (["--cleanup-test-resources=maybe"], "is not a boolean"),
+    (["--api-revision=v9"], "--api-revision=v9: unknown"),
+    (["--run-test=no_such_test"], "unknown test 'no_such_test'"),
+    (["--skip-tests=pool_accepted,nope"], "unknown test 'nope'"),
+    (["--namespace-labels=bad key=x"], "is not a valid label or annotation key"),
+    (["--namespace-labels=team"], "is not key=value"),
+    (["--conformance-profiles=GATEWAY-HTTP"], "unknown profile(s) GATEWAY-HTTP"),
+    (["--all-features", "--supported-features=SupportInferencePool"], "exclude each other"),
+    (["--context=a"], "--context needs a kubeconfig"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CASES, ids=[c[0][0].split("=")[0].lstrip("-") + f"-{i}"
+                                                          for i, c in enumerate(CASES)])
+def test_bad_option(files, args, message):
+    result = run_suite(*[a.format(d=files) for a in args], "conformance/tests/test_pool_accepted.py",
+                       timeout=60)
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1, result.stderr
+    assert message in errors[0], errors[0]
+    assert "passed" not in result.stdout
+
+
+def test_unreachable_cluster_is_one_line_within_seconds(files):
+    result = run_suite(f"--kubeconfig={files / 'kubeconfig'}", "conformance/tests/test_schema.py", timeout=30)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "cannot reach https://127.0.0.1:1" in result.stdout
+    assert " passed" not in result.stdout
+
+
+def test_missing_crds_and_missing_gateway_class():
+    up = subprocess.Popen([sys.executable, "-m", "conformance", "cluster", "up", "--no-crds"], cwd=REPO,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        kubeconfig = up.stdout.readline().strip()
+        result = run_suite(f"--kubeconfig={kubeconfig}", "conformance/tests/test_schema.py")
+        assert result.returncode == 4, result.stdout + result.stderr
+        assert "the InferencePool CRD (inferencepools.inference.networking.x-k8s.io) is not installed" in result.stdout
+    finally:
+        up.terminate()
+        up.wait(30)
+
+
+def test_gateway_class_that_does_not_exist():
+    result = run_suite("--gateway-class=no-such-class", "conformance/tests/test_pool_accepted.py")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "GatewayClass 'no-such-class' does not exist" in result.stdout
