@@ -8,10 +8,13 @@ any test applies anything.
 
 from __future__ import annotations
 
+import ctypes
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +33,11 @@ from .wait import wait_for
 EXIT_ENVIRONMENT = 3  # the cluster cannot be used
 EXIT_USAGE = 4  # pytest's own code for bad input
 MANAGED_BY = {"app.kubernetes.io/managed-by": "inferencepool-conformance"}
+
+
+def _die_with_parent() -> None:
+    # The implementation gets SIGTERM if pytest dies without stopping it.
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class SuiteSession:
@@ -189,8 +197,11 @@ class SuiteSession:
         log = Path(self.manager.kubeconfig).parent / "implementation.log"
         with open(log, "wb") as out:
             try:
+                # PR_SET_PDEATHSIG fires when the forking *thread* ends, so only from the main thread.
+                main = threading.current_thread() is threading.main_thread()
                 self._implementation = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                                        stderr=subprocess.STDOUT)
+                                                        stderr=subprocess.STDOUT,
+                                                        preexec_fn=_die_with_parent if main else None)
             except OSError as e:
                 pytest.exit(f"cannot start the implementation ({argv[0]}): {e.strerror}", returncode=EXIT_USAGE)
 
