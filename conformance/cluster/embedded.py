@@ -48,6 +48,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _kubeconfig(server: str, ca: Path, user: str, cert: pki.KeyPair) -> dict:
     return {
         "apiVersion": "v1",
@@ -116,6 +121,9 @@ class EmbeddedCluster:
             f"--key-file={certs.etcd_server.key}",
             f"--trusted-ca-file={certs.ca}",
         ])
+        deadline = time.monotonic() + self.startup_timeout
+        # kube-apiserver backs off for a second and more when etcd is not there yet.
+        self._wait(deadline, "etcd to listen", lambda: _listening(etcd_port))
         self._spawn(kcp, "kube-apiserver", [
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
@@ -143,7 +151,6 @@ class EmbeddedCluster:
         ctx = ssl.create_default_context(cafile=str(certs.ca))
         ctx.load_cert_chain(str(certs.admin.cert), str(certs.admin.key))
         self._ssl = ctx
-        deadline = time.monotonic() + self.startup_timeout
         self._wait(deadline, "kube-apiserver /readyz", lambda: self._get("/readyz") is not None)
 
         cm_kubeconfig = self.dir / "controller-manager.kubeconfig"
@@ -218,7 +225,9 @@ class EmbeddedCluster:
             if ready():
                 return
             if time.monotonic() > deadline:
-                raise ClusterError(f"timed out after {self.startup_timeout:.0f}s waiting for {what}")
+                tails = "".join(f"\n--- {p.name} (last lines) ---\n" + "\n".join(
+                    p.log.read_text(errors="replace").strip().splitlines()[-8:]) for p in self._procs)
+                raise ClusterError(f"timed out after {self.startup_timeout:.0f}s waiting for {what}{tails}")
             time.sleep(0.02)
 
     def _request(self, method: str, path: str, body: dict | None = None):
