@@ -17,7 +17,8 @@ limitations under the License.
 // Package api holds the Go types of the InferencePool API checked by the
 // conformance suite, and the tools that turn them into CustomResourceDefinitions.
 //
-// The types live in the versioned sub-packages (v1alpha2). The CRDs generated
-// from them, together with the Gateway API standard-channel CRDs, are written
-// to manifests/crd/ at the repository root by hack/generate-crds.sh.
+// The types live in the versioned sub-packages (v1alpha2); the revisions of
+// v1alpha2 that GIE released live under revisions/. The CRDs generated from
+// them, together with the Gateway API standard-channel CRDs, are written to
+// manifests/crd/ at the repository root by hack/generate-crds.sh.
 package api

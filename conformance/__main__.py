@@ -5,6 +5,8 @@
                             start the embedded cluster, print its kubeconfig path
                             and keep it up until Ctrl-C
   coverage [pytest args]    print which tests check each SPEC rule
+  tests [--json]            list the conformance tests: short name, tier, rules
+  check-reports [DIR]       check a reports/ tree before publishing it
 """
 
 from __future__ import annotations
@@ -64,6 +66,38 @@ def _coverage(args) -> int:
                             *args.pytest_args])
 
 
+def _tests(args) -> int:
+    from . import inventory
+
+    code, tests, output = inventory.collect_here()
+    if code != 0:
+        print(output.strip() or f"collecting the suite failed (pytest exit {code})", file=sys.stderr)
+        return 1
+    if args.json:
+        print(inventory.to_json(tests))
+        return 0
+    width = max((len(t.name) for t in tests), default=10)
+    for t in sorted(tests, key=lambda t: t.name):
+        print(f"{t.name:{width}}  {t.tier:8}  {' '.join(t.rules)}")
+    print(f"{len(tests)} tests", file=sys.stderr)
+    return 0
+
+
+def _check_reports(args) -> int:
+    from pathlib import Path
+
+    from .publication import check_tree
+
+    problems = check_tree(Path(args.directory))
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} problem(s) in {args.directory}", file=sys.stderr)
+        return 1
+    print(f"{args.directory}: ok", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,11 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     csub = cluster.add_subparsers(dest="action", required=True)
     up = csub.add_parser("up", help="start it and keep it up until Ctrl-C")
     up.add_argument("--no-crds", action="store_true", help="install no CRDs")
-    up.add_argument("--api-revision", default="seed", help="InferencePool API revision of the CRD to install")
+    from .revisions import DEFAULT, REVISIONS
+
+    up.add_argument("--api-revision", default=DEFAULT,
+                    help="InferencePool API revision of the CRD to install: "
+                         + ", ".join(f"{r.name} ({r.title})" for r in REVISIONS.values()) + " (default: %(default)s)")
     up.set_defaults(func=_cluster_up)
     cov = sub.add_parser("coverage", help="print the rule coverage matrix")
     cov.add_argument("pytest_args", nargs=argparse.REMAINDER)
     cov.set_defaults(func=_coverage)
+    tests = sub.add_parser("tests", help="list the conformance tests (short name, tier, rules)")
+    tests.add_argument("--json", action="store_true", help="as JSON (what reports use to count tests that did not run)")
+    tests.set_defaults(func=_tests)
+    check = sub.add_parser("check-reports", help="check a reports/ tree before publishing it")
+    check.add_argument("directory", nargs="?", default="reports", help="the tree to check (default: %(default)s)")
+    check.set_defaults(func=_check_reports)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -27,3 +27,22 @@ def attach_namespace_events(kube, namespace: str) -> None:
     attach_yaml(f"events in {namespace}", [
         {k: e.get(k) for k in ("type", "reason", "message", "involvedObject", "count", "lastTimestamp")}
         if "error" not in e else e for e in events])
+
+
+def attach_namespace_objects(kube, namespace: str) -> None:
+    """The objects the test created in its namespace, as the server has them now."""
+    observed = []
+    for api_version, kind, name in list(kube.created.get(namespace, [])):
+        try:
+            obj = kube.get(api_version, kind, name, namespace)
+        except Exception as e:  # best effort, as above
+            obj = {"error": f"could not read {kind} {name}: {e}"}
+        observed.append(trim(obj) if obj is not None else {"kind": kind, "name": name, "state": "gone"})
+    if observed:
+        attach_yaml(f"last observed objects in {namespace}", observed)
+
+
+def attach_failure_state(kube, namespace: str) -> None:
+    """Everything worth seeing of a failed test's namespace before cleanup removes it."""
+    attach_namespace_objects(kube, namespace)
+    attach_namespace_events(kube, namespace)

@@ -49,13 +49,13 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
     "namespace-labels": ("map", None, "comma-separated key=value labels for the namespaces the suite creates"),
     "namespace-annotations": ("map", None, "comma-separated key=value annotations for the namespaces the suite creates"),
     "conformance-profiles": ("list", None, "comma-separated conformance profiles to run (known: Gateway)"),
-    "report-output": ("str", None, "write the ConformanceReport YAML to this file"),
+    "report-output": ("str", None, "write the ConformanceReport YAML to this file (default: <results-dir>/<version>-<mode>-<profile>-report.yaml when the implementation metadata is given)"),
     "organization": ("str", None, "implementation's organization, for the report"),
     "project": ("str", None, "implementation's project, for the report"),
     "url": ("str", None, "implementation's URL, for the report"),
     "version": ("str", None, "implementation's version, for the report"),
     "contact": ("list", None, "comma-separated contacts for the report"),
-    "mode": ("str", "default", "implementation mode, for the report"),
+    "mode": ("str", "default", "implementation mode, for the report (one word; it names the report file)"),
     "allow-crds-mismatch": ("bool", False, "go on when the installed CRDs match no known API revision"),
     "skip-provisional-tests": ("bool", False, "skip tests marked provisional"),
     "fail-fast": ("bool", False, "stop at the first failure"),
@@ -64,7 +64,8 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
     "kubeconfig": ("str", None, "kubeconfig of the cluster to test (default: $KUBECONFIG; none: start the embedded cluster)"),
     "context": ("str", None, "kubeconfig context to use"),
     "api-revision": ("str", None, "force the InferencePool API revision instead of detecting it from the installed CRD"),
-    "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under test ({kubeconfig} is replaced by the kubeconfig path)"),
+    "results-dir": ("str", None, "directory for the run's JUnit XML, Allure results, HTML page and report (default: reports/out/<UTC time>-<run id>/ under the rootdir)"),
+    "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under test ({kubeconfig} is replaced by the kubeconfig path, {api_revision} by the API revision's name)"),
 }
 
 # pytest owns --debug and --version, so on the command line these two carry a
@@ -73,6 +74,7 @@ CLI_NAMES = {"debug": "conformance-debug", "version": "implementation-version"}
 
 PROFILES = ("Gateway",)
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_TOKEN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.+]*$")  # same rule as conformance.report
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
@@ -114,6 +116,7 @@ class Options:
     context: str | None = None
     api_revision: str | None = None
     implementation_command: str | None = None
+    results_dir: Path | None = None
 
     @property
     def embedded(self) -> bool:
@@ -146,23 +149,26 @@ def _load_file(path: str) -> dict:
 
 
 def _convert(name: str, kind: str, raw) -> object:
+    flag = CLI_NAMES.get(name, name)  # as the user types it on the command line
     if kind == "str":
         if isinstance(raw, (dict, list)):
-            raise OptionError(f"--{name} takes one value, not {type(raw).__name__}")
+            raise OptionError(f"--{flag} takes one value, not {type(raw).__name__}")
+        if isinstance(raw, float):  # YAML reads `version: 1.10` as 1.1
+            raise OptionError(f"--{flag}: {raw!r} was read as a number from the options file; quote the value (\"1.10\", not 1.10)")
         value = str(raw).strip()
         if not value:
-            raise OptionError(f"--{name} is empty; give a value or leave the option out")
+            raise OptionError(f"--{flag} is empty; give a value or leave the option out")
         return value
     if kind == "bool":
         try:
             return _bool(raw)
         except ValueError:
-            raise OptionError(f"--{name}={raw!r} is not a boolean; use true or false") from None
+            raise OptionError(f"--{flag}={raw!r} is not a boolean; use true or false") from None
     if kind == "list":
         items = raw if isinstance(raw, list) else str(raw).split(",")
         items = [str(i).strip() for i in items]
         if any(not i for i in items):
-            raise OptionError(f"--{name}={raw!r} has an empty entry; use a comma-separated list like A,B")
+            raise OptionError(f"--{flag}={raw!r} has an empty entry; use a comma-separated list like A,B")
         return tuple(items)
     if kind == "map":
         if isinstance(raw, dict):
@@ -172,13 +178,13 @@ def _convert(name: str, kind: str, raw) -> object:
             for part in str(raw).split(","):
                 k, sep, v = part.strip().partition("=")
                 if not sep or not k:
-                    raise OptionError(f"--{name}: {part.strip()!r} is not key=value; use k1=v1,k2=v2")
+                    raise OptionError(f"--{flag}: {part.strip()!r} is not key=value; use k1=v1,k2=v2")
                 pairs.append((k.strip(), v.strip()))
         for k, v in pairs:
             if not _LABEL_KEY.match(k) or len(k) > 253:
-                raise OptionError(f"--{name}: {k!r} is not a valid label or annotation key")
+                raise OptionError(f"--{flag}: {k!r} is not a valid label or annotation key")
             if name == "namespace-labels" and (len(v) > 63 or not _LABEL_VALUE.match(v)):
-                raise OptionError(f"--{name}: {v!r} is not a valid label value")
+                raise OptionError(f"--{flag}: {v!r} is not a valid label value")
         return dict(pairs)
     raise AssertionError(kind)
 
@@ -219,9 +225,31 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
             raise OptionError(f"--timeout-config-overrides: {e}") from None
     report = values["report-output"]
     if report:
-        parent = Path(report).expanduser().resolve().parent
+        target = Path(report).expanduser().resolve()
+        parent = target.parent
         if not parent.is_dir() or not os.access(parent, os.W_OK):
             raise OptionError(f"--report-output={report}: directory {parent} does not exist or is not writable")
+        if target.is_dir():
+            raise OptionError(f"--report-output={report} is a directory; give the report's file name")
+    # A report names its implementation; asked for one, or given part of the
+    # metadata, all of it must be there before anything runs.
+    metadata = {"organization": values["organization"], "project": values["project"], "url": values["url"],
+                "version": values["version"], "contact": values["contact"]}
+    missing = [CLI_NAMES.get(k, k) for k, v in metadata.items() if not v]
+    if missing and (report or len(missing) < len(metadata)):
+        raise OptionError(f"a ConformanceReport needs the implementation's metadata; missing: "
+                          f"{', '.join('--' + m for m in missing)}")
+    for name in ("version", "mode"):
+        if values[name] and not _TOKEN.match(values[name]):
+            raise OptionError(f"--{CLI_NAMES.get(name, name)}={values[name]!r} names the report file, so it must be "
+                              "one word of letters, digits and -_.+ (e.g. v1.2.0)")
+    results_dir = values["results-dir"]
+    if results_dir:
+        existing = Path(results_dir).expanduser().resolve()
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir() or not os.access(existing, os.W_OK):
+            raise OptionError(f"--results-dir={results_dir}: cannot create it ({existing} is not a writable directory)")
     kubeconfig = values["kubeconfig"] or os.environ.get("KUBECONFIG") or None
     if values["context"] and not kubeconfig:
         raise OptionError("--context needs a kubeconfig: pass --kubeconfig or set KUBECONFIG")
@@ -256,4 +284,5 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         context=values["context"],
         api_revision=values["api-revision"],
         implementation_command=values["implementation-command"],
+        results_dir=Path(results_dir).expanduser() if results_dir else None,
     )

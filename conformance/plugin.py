@@ -8,8 +8,10 @@ Public surface (what tests use):
   waited for afterwards), `gateway_class` (the accepted GatewayClass of
   the implementation under test) and `topology` (a
   `conformance.topology.Topology` in the test's namespace);
-* markers `rule("S1", ...)` (the SPEC rules a test checks) and
-  `features("SupportInferencePool", ...)`.
+* markers `rule("S1", ...)` (the SPEC rules a test checks),
+  `features("SupportInferencePool", ...)` and `api_revision_has("field", ...)`
+  (the test applies only to API revisions whose `Revision` has these fields
+  true; on others it is skipped as not-applicable).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import pytest
 from . import evidence, options, rules
 from .cluster.provider import KubeconfigError, UserClusterManager
 from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
-from .revisions import REVISIONS
+from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
+from .reporting import ReportPlugin
 from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
 from .wait import WaitTimeout, wait_for
 
@@ -36,9 +39,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print which collected tests check each SPEC rule, then stop")
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml and allure read their output options
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rule(*ids): the SPEC rules this test checks")
     config.addinivalue_line("markers", "features(*names): the features this test needs from the implementation")
+    config.addinivalue_line("markers", "api_revision_has(*fields): the API revision fields (conformance.revisions."
+                            "Revision) this test needs to be true")
     config.addinivalue_line("markers", "k8s: pytest-kubernetes cluster marker")
     try:
         opts = options.from_config(config, FEATURES, known_revisions=frozenset(REVISIONS))
@@ -47,7 +53,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     if opts.fail_fast:
         config.option.maxfail = 1
+    if opts.debug:  # every API request (urllib3's log) and every wait, shown live
+        config.option.log_cli_level = config.option.log_cli_level or "DEBUG"
+        config.option.log_level = config.option.log_level or "DEBUG"
+    config.addinivalue_line("markers", "provisional: behaviour not settled upstream yet (--skip-provisional-tests skips it)")
     config.stash[SESSION] = SuiteSession(config, opts, user)
+    config.pluginmanager.register(ReportPlugin(config, config.stash[SESSION]), "ipc-report")
     # A CI runner stops jobs with SIGTERM: turn it into Ctrl-C so cleanup still runs.
     if hasattr(signal, "SIGTERM") and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupt)
@@ -85,6 +96,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unknown = sorted({r for item in items for m in item.iter_markers("rule") for r in m.args} - set(rules.RULES))
     if unknown:
         raise pytest.UsageError(f"tests name unknown rule(s): {', '.join(unknown)}")
+    fields = {f for item in items for m in item.iter_markers("api_revision_has") for f in m.args}
+    sample = next(iter(REVISIONS.values()))
+    unknown = sorted(f for f in fields if not hasattr(sample, f))
+    if unknown:
+        raise pytest.UsageError(f"api_revision_has names unknown Revision field(s): {', '.join(unknown)}")
     opts = config.stash[SESSION].opts
     suite_items = [i for i in items if i.get_closest_marker("rule")]
     known = {short_name(i) for i in suite_items}
@@ -99,14 +115,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if short_name(item) in opts.skip_tests:
             item.add_marker(pytest.mark.skip(reason=f"skipped by --skip-tests {short_name(item)}"))
+        elif opts.skip_provisional_tests and item.get_closest_marker("provisional"):
+            item.add_marker(pytest.mark.skip(reason="skipped by --skip-provisional-tests"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    revision_needs = [f for m in item.iter_markers("api_revision_has") for f in m.args]
+    if revision_needs:
+        skip_unless_revision_has(item.config.stash[SESSION].revision, *revision_needs)
     needed = {f for m in item.iter_markers("features") for f in m.args}
     if needed:
         missing = needed - item.config.stash[SESSION].supported_features()
         if missing:
             pytest.skip(f"not-supported: the implementation does not support {', '.join(sorted(missing))}")
+
+
+def skip_unless_revision_has(revision: Revision, *fields: str) -> None:
+    missing = [f for f in fields if not getattr(revision, f)]
+    if missing:
+        pytest.skip(f"{NOT_APPLICABLE_PREFIX} API revision {revision.name} ({revision.title}) has no "
+                    f"{', '.join(missing)}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -121,9 +149,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     item.stash.setdefault(evidence.REPORTS, {})[report.when] = report
+    mismatch = item.config.stash[SESSION].revision_mismatch
+    if report.failed and mismatch:
+        report.sections.append(("API revision", mismatch))
     if report.failed and call.excinfo is not None and isinstance(call.excinfo.value, WaitTimeout):
         evidence.attach_yaml("last observed object", call.excinfo.value.last)
     return report
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    session = config.stash.get(SESSION, None)
+    if session is not None and session.revision_mismatch:
+        terminalreporter.write_line(session.revision_mismatch, yellow=True, bold=True)
 
 
 # -- fixtures ------------------------------------------------------------------
@@ -156,7 +193,7 @@ def namespace(request: pytest.FixtureRequest, suite: SuiteSession) -> str:
     yield name
     failed = any(r.failed for r in request.node.stash.get(evidence.REPORTS, {}).values())
     if failed:
-        evidence.attach_namespace_events(suite.kube, name)
+        evidence.attach_failure_state(suite.kube, name)
     if not suite.opts.cleanup_test_resources:
         sys.stderr.write(f"\nkept namespace {name} (--cleanup-test-resources=false)\n")
         return
@@ -179,8 +216,9 @@ def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
         if opts.implementation_command:
             suite.start_implementation(opts.implementation_command)
         elif not opts.gateway_class:
+            # The reference implementation writes status as the installed revision spells it.
             suite.start_implementation(f"{sys.executable} -m reference_gateway --kubeconfig {{kubeconfig}} "
-                                       f"--controller-name {REFERENCE_CONTROLLER}")
+                                       f"--controller-name {REFERENCE_CONTROLLER} --api-revision {{api_revision}}")
             kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
                          "metadata": {"name": name, "labels": dict(MANAGED_BY)},
                          "spec": {"controllerName": REFERENCE_CONTROLLER}})

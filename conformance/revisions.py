@@ -12,8 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CRD_NAME = "inferencepools.inference.networking.x-k8s.io"
+# How the skip reason of a test (or schema case) that the API revision in use
+# does not have begins: like not-supported, it says nothing about the implementation.
+NOT_APPLICABLE_PREFIX = "not-applicable:"
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 GATEWAY_API_CRDS = MANIFESTS / "crd" / "gateway-api"
+
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+# The fields, other than type, of the condition a CRD defaults into a status
+# parent written without conditions (all revisions agree on these).
+_DEFAULT_CONDITION = {"status": "Unknown", "reason": "Pending", "message": "Waiting for controller",
+                      "lastTransitionTime": "1970-01-01T00:00:00Z"}
 
 
 @dataclass(frozen=True)
@@ -22,19 +32,48 @@ class Revision:
     title: str
     default_condition_type: str  # the type of the condition the CRD defaults into a parent entry
     parent_ref_shape: str  # "ObjectReference" or "ParentGatewayReference"
-    status_default_parent: bool  # the CRD defaults status to one placeholder parent
+    status_default_parent: bool  # the CRD defaults status to one placeholder parent (kind Status, name default)
     crd: Path  # the InferencePool CRD of this revision, generated from api/
+    # What a ConformanceReport names as GatewayAPIInferenceExtensionVersion (and the
+    # reports/<version>/ folder): the oldest GIE release with this CRD schema (the
+    # schema cannot tell later releases of a revision apart). The seed is no
+    # release, so it gets a SemVer pre-release of v0.0.0 that says so.
+    extension_version: str
 
     @property
     def embedded_crds(self) -> list[Path]:
         """What the embedded cluster installs for this revision: its CRD and Gateway API's."""
         return [self.crd, GATEWAY_API_CRDS]
 
+    @property
+    def default_conditions(self) -> list[dict]:
+        """The conditions the CRD gives a status parent written without any."""
+        return [{"type": self.default_condition_type, **_DEFAULT_CONDITION}]
+
+    @property
+    def default_parent(self) -> dict | None:
+        """The placeholder parent entry of a pool no controller wrote status for, as the server reads
+        it back (the parentRef's group is filled in by the parentRef's own default), or None."""
+        if not self.status_default_parent:
+            return None
+        return {"parentRef": {"group": GATEWAY_GROUP, "kind": "Status", "name": "default"},
+                "conditions": self.default_conditions}
+
+    @property
+    def fresh_parents(self) -> list[dict]:
+        """status.parent of a pool no controller has written status for."""
+        return [self.default_parent] if self.status_default_parent else []
+
+    def is_default_parent(self, entry: dict) -> bool:
+        """Whether a status.parent entry is this revision's placeholder (never an implementation's entry)."""
+        ref = entry.get("parentRef") or {}
+        return self.status_default_parent and ref.get("kind") == "Status" and ref.get("name") == "default"
+
     def gateway_parent_ref(self, name: str, namespace: str) -> dict:
         """The parentRef an implementation writes for a Gateway, as this revision spells it."""
         if self.parent_ref_shape == "ObjectReference":
-            return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": name, "namespace": namespace}
-        return {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": name, "namespace": namespace}
+            return {"apiVersion": f"{GATEWAY_GROUP}/v1", "kind": "Gateway", "name": name, "namespace": namespace}
+        return {"group": GATEWAY_GROUP, "kind": "Gateway", "name": name, "namespace": namespace}
 
     def names_gateway(self, ref: dict, name: str, namespace: str) -> bool:
         """Whether a status.parent parentRef names Gateway namespace/name, as this revision spells it."""
@@ -42,15 +81,26 @@ class Revision:
             return False
         if self.parent_ref_shape == "ObjectReference":
             return ref.get("namespace") == namespace and (ref.get("apiVersion") or "").startswith(
-                "gateway.networking.k8s.io/")
-        return ref.get("namespace", namespace) == namespace and ref.get("group") == "gateway.networking.k8s.io"
+                f"{GATEWAY_GROUP}/")
+        # The namespace may be left out: it then is the pool's own (where the suite's Gateways are).
+        return ref.get("namespace", namespace) == namespace and ref.get("group") == GATEWAY_GROUP
 
+
+_CRD_FILE = "inference.networking.x-k8s.io_inferencepools.yaml"
 
 REVISIONS: dict[str, Revision] = {
     r.name: r
     for r in (
-        Revision("seed", "this project's seed API (early 2025 draft)", "Ready", "ObjectReference", False,
-                 MANIFESTS / "crd" / "inference.networking.x-k8s.io_inferencepools.yaml"),
+        Revision(name="seed", title="this project's seed API (early 2025 draft)",
+                 default_condition_type="Ready", parent_ref_shape="ObjectReference", status_default_parent=False,
+                 crd=MANIFESTS / "crd" / _CRD_FILE, extension_version="v0.0.0-seed"),
+        Revision(name="v0.2", title="GIE v0.2.0 - v0.4.0",
+                 default_condition_type="Accepted", parent_ref_shape="ObjectReference", status_default_parent=False,
+                 crd=MANIFESTS / "crd" / "revisions" / "v0.2" / _CRD_FILE, extension_version="v0.2.0"),
+        Revision(name="v0.5", title="GIE v0.5.x",
+                 default_condition_type="Accepted", parent_ref_shape="ParentGatewayReference",
+                 status_default_parent=True, crd=MANIFESTS / "crd" / "revisions" / "v0.5" / _CRD_FILE,
+                 extension_version="v0.5.0"),
     )
 }
 DEFAULT = "seed"
@@ -77,6 +127,13 @@ def fingerprint(crd: dict) -> dict:
         else ("ParentGatewayReference" if "group" in ref_props else None),
         "status_default_parent": bool(status.get("default")),
     }
+
+
+def describe(fp: dict) -> str:
+    """A fingerprint in words, for the line that names an installed CRD no revision matches."""
+    return (f"conditions default {fp['default_condition_type'] or 'none'}, "
+            f"parentRef {fp['parent_ref_shape'] or 'of unknown shape'}, "
+            f"{'a' if fp['status_default_parent'] else 'no'} status default parent")
 
 
 def detect(crd: dict) -> Revision | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from . import evidence
 from .kube import ApiError, Kube
 from .revisions import MANIFESTS, REVISIONS, Revision
 
@@ -241,6 +242,7 @@ def build_object(bases: dict, case: Case, via: str, namespace: str) -> dict:
 
 def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revision, namespace: str) -> None:
     obj = build_object(bases, case, via, namespace)
+    evidence.attach_yaml(f"applied object ({via})", obj)
     result = error = None
     try:
         if via == "dry-run":
@@ -262,6 +264,8 @@ def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revis
         if e.status not in (400, 422):
             raise
         error = e
+    if result is not None:
+        evidence.attach_yaml("object as the server returned it", result)
     check(case, revision, result, error)
 
 
@@ -275,4 +279,7 @@ def run_status_case(kube: Kube, case: Case, revision: Revision, pool: dict) -> N
         if e.status not in (400, 422):
             raise
         error = e
+    evidence.attach_yaml("applied status patch (dry-run)", case.patch)
+    if result is not None:
+        evidence.attach_yaml("object as the server returned it", result)
     check(case, revision, result, error)

@@ -46,6 +46,10 @@ class SuiteSession:
         self.manager: EmbeddedManager | UserClusterManager | None = user
         self._kube: Kube | None = None
         self._revision: revisions.Revision | None = None
+        # Set at the first contact: the line naming the revision in use and, when
+        # it is not the installed CRD's, the line saying so (repeated with failures).
+        self.revision_line: str | None = None
+        self.revision_mismatch: str | None = None
         self._implementation: subprocess.Popen | None = None
         self.kubernetes_version: str | None = None
         self.run_id = secrets.token_hex(3)
@@ -57,15 +61,25 @@ class SuiteSession:
 
     def _progress(self, msg: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_line(msg)
-        else:
+        if tr is None:
             print(msg, file=sys.stderr, flush=True)
+            return
+        # Called from a test's fixtures, where output is captured: show it now.
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        if capman is None:
+            tr.write_line(msg)
+            return
+        with capman.global_and_fixture_disabled():
+            tr.ensure_newline()
+            tr.write_line(msg)
 
     @property
     def kube(self) -> Kube:
         if self._kube is None:
             self._kube = self._connect()
+            # Every expectation depends on the revision: settle it, and say which
+            # it is, at the first contact with the cluster.
+            self._revision = self._detect_revision()
         return self._kube
 
     def _connect(self) -> Kube:
@@ -92,38 +106,68 @@ class SuiteSession:
                         returncode=EXIT_ENVIRONMENT)
         return kube
 
+    @property
+    def connected_kube(self) -> Kube | None:
+        """The client once a test connected, else None (never connects: for reports)."""
+        return self._kube
+
+    @property
+    def detected_revision(self) -> revisions.Revision | None:
+        """The API revision once a test needed it, else None (never detects: for reports)."""
+        return self._revision
+
     def revision_for_embedded(self) -> revisions.Revision:
         return revisions.REVISIONS[self.opts.api_revision or revisions.DEFAULT]
 
     @property
     def revision(self) -> revisions.Revision:
         if self._revision is None:
-            self._revision = self._detect_revision()
+            self.kube  # the first contact settles the revision
+        assert self._revision is not None
         return self._revision
 
     def _detect_revision(self) -> revisions.Revision:
+        """The revision whose expectations the run uses; says which in one line.
+
+        Detected from the installed CRD's schema unless --api-revision forces
+        one. A forced revision the CRD does not match is a mismatch: the run
+        goes on (the user asked for it) and every failure says so.
+        """
+        assert self._kube is not None
         try:
-            crd = self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", revisions.CRD_NAME)
+            crd = self._kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", revisions.CRD_NAME)
         except ApiError as e:
             pytest.exit(f"cannot read the InferencePool CRD: {_short(e)}", returncode=EXIT_ENVIRONMENT)
         if crd is None:
             pytest.exit(f"the InferencePool CRD ({revisions.CRD_NAME}) is not installed on the cluster; "
                         "install the CRD of your GIE release first", returncode=EXIT_USAGE)
         detected = revisions.detect(crd)
+        shape = revisions.describe(revisions.fingerprint(crd))
+        installed = f"{detected.name} ({detected.title})" if detected else f"of no known revision ({shape})"
         if self.opts.api_revision:
-            forced = revisions.REVISIONS[self.opts.api_revision]
-            if detected is not forced:
-                self._progress(f"API revision forced to {forced.name}; the installed CRD looks like "
-                               f"{detected.name if detected else 'no known revision'}")
-            return forced
-        if detected is None:
+            chosen = revisions.REVISIONS[self.opts.api_revision]
+            if detected is chosen:
+                self.revision_line = (f"API revision: {chosen.name} ({chosen.title}), forced by --api-revision; "
+                                      "the installed CRD matches it")
+            else:
+                self.revision_mismatch = (f"API revision mismatch: --api-revision forces {chosen.name}, but the "
+                                          f"installed InferencePool CRD is {installed}; tests expect what "
+                                          f"{chosen.name} says")
+        elif detected is not None:
+            chosen = detected
+            self.revision_line = f"API revision: {chosen.name} ({chosen.title}), detected from the installed CRD"
+        else:
             if not self.opts.allow_crds_mismatch:
-                pytest.exit("the installed InferencePool CRD matches no known API revision "
-                            f"(known: {', '.join(revisions.REVISIONS)}); pass --api-revision to choose one "
-                            "or --allow-crds-mismatch to go on", returncode=EXIT_USAGE)
-            detected = revisions.REVISIONS[revisions.DEFAULT]
-            self._progress(f"the installed CRD matches no known revision; using the expectations of {detected.name}")
-        return detected
+                pytest.exit(f"the installed InferencePool CRD matches no known API revision ({shape}; known: "
+                            f"{', '.join(revisions.REVISIONS)}); pass --api-revision to choose one or "
+                            "--allow-crds-mismatch to go on", returncode=EXIT_USAGE)
+            chosen = revisions.REVISIONS[revisions.DEFAULT]
+            self.revision_mismatch = (f"API revision mismatch: the installed InferencePool CRD matches no known "
+                                      f"revision ({shape}); with --allow-crds-mismatch, tests expect what "
+                                      f"{chosen.name} ({chosen.title}) says")
+        self.revision_line = self.revision_line or self.revision_mismatch
+        self._progress(self.revision_line)
+        return chosen
 
     # -- features ------------------------------------------------------------------
 
@@ -193,7 +237,8 @@ class SuiteSession:
     def start_implementation(self, command: str) -> None:
         """Start the implementation under test against the embedded cluster."""
         assert self.manager is not None and self.manager.kubeconfig is not None
-        argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)) for a in shlex.split(command)]
+        argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)).replace("{api_revision}", self.revision.name)
+                for a in shlex.split(command)]
         log = Path(self.manager.kubeconfig).parent / "implementation.log"
         with open(log, "wb") as out:
             try:

@@ -9,6 +9,7 @@ what was expected, what was last observed and how long it waited.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable
 
@@ -19,6 +20,7 @@ import yaml
 from .kube import ApiError, Kube
 
 Predicate = Callable[[dict | None], bool]
+log = logging.getLogger("conformance.wait")  # shown with --conformance-debug
 
 
 def trim(obj: dict | None) -> dict | None:
@@ -73,6 +75,7 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
     """Return the object (None if absent) as soon as `predicate` holds for it."""
     start = time.monotonic()
     deadline = start + timeout
+    log.debug("waiting up to %gs for %s: %s", timeout, what, expected)
     selector = f"metadata.name={name}"
     state: dict = {"last": None, "problem": ""}
 
@@ -114,4 +117,5 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
             continue
         if result is False:
             raise WaitTimeout(what, expected, state["last"], time.monotonic() - start, state["problem"])
+        log.debug("%s: reached after %.2fs", what, time.monotonic() - start)
         return result

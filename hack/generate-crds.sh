@@ -2,6 +2,9 @@
 # Regenerates, from the Go sources pinned in api/go.mod:
 #   - api/v1alpha2/zz_generated.deepcopy.go           (controller-gen object)
 #   - manifests/crd/inference.networking.x-k8s.io_*.yaml (controller-gen crd)
+#   - api/revisions/*/.../zz_generated.deepcopy.go      (controller-gen object)
+#   - manifests/crd/revisions/<revision>/*.yaml        (controller-gen crd, one
+#     directory per published API revision, see REVISIONS below)
 #   - manifests/crd/gateway-api/*.yaml                 (Gateway API standard channel,
 #     produced by the generator program of the sigs.k8s.io/gateway-api module)
 #
@@ -41,6 +44,24 @@ go tool controller-gen \
   paths=./v1alpha2/... \
   output:crd:dir="${work}/crd"
 
+# 2b. The CRD of each published revision of the API (api/revisions/), and the
+#     deepcopy functions of the packages they are made of. Each entry is
+#     "<revision>=<package directory under api/revisions>".
+REVISIONS=(v0.2=v0_2/v1alpha2 v0.5=v0_5/v1alpha2)
+REVISION_PACKAGES=(common v0_2/v1alpha2 v0_5/v1alpha2)
+for pkg in "${REVISION_PACKAGES[@]}"; do
+  go tool controller-gen \
+    object:headerFile="${REPO_ROOT}/hack/boilerplate.go.txt" \
+    paths="./revisions/${pkg}/..." \
+    output:object:dir="${work}/revisions-deepcopy/${pkg}"
+done
+for entry in "${REVISIONS[@]}"; do
+  go tool controller-gen \
+    crd \
+    paths="./revisions/${entry#*=}/..." \
+    output:crd:dir="${work}/revisions-crd/${entry%%=*}"
+done
+
 # 3. Gateway API CRDs. The upstream generator writes config/crd/<channel>/ below
 #    its working directory and loads the API packages through the go command, so
 #    it runs in a scratch directory with a workspace that points at api/go.mod
@@ -62,6 +83,18 @@ if [[ ! -f "${work}/deepcopy/zz_generated.deepcopy.go" || ${#pool_crds[@]} -eq 0
   echo "generate-crds: a generator produced no output" >&2
   exit 1
 fi
+for pkg in "${REVISION_PACKAGES[@]}"; do
+  if [[ ! -f "${work}/revisions-deepcopy/${pkg}/zz_generated.deepcopy.go" ]]; then
+    echo "generate-crds: controller-gen object produced nothing for api/revisions/${pkg}" >&2
+    exit 1
+  fi
+done
+for entry in "${REVISIONS[@]}"; do
+  if [[ ! -f "${work}/revisions-crd/${entry%%=*}/inference.networking.x-k8s.io_inferencepools.yaml" ]]; then
+    echo "generate-crds: controller-gen crd produced nothing for revision ${entry%%=*}" >&2
+    exit 1
+  fi
+done
 
 # Install: replace the generated files of each set, keep anything else.
 install_set() {
@@ -79,5 +112,13 @@ install_set() {
 install_set "${out_root}/api/v1alpha2" 'zz_generated.deepcopy.go' "${work}/deepcopy/zz_generated.deepcopy.go"
 install_set "${out_root}/manifests/crd" 'inference.networking.x-k8s.io_*.yaml' "${pool_crds[@]}"
 install_set "${out_root}/manifests/crd/gateway-api" 'gateway.networking.*.yaml' "${gw_crds[@]}"
+for pkg in "${REVISION_PACKAGES[@]}"; do
+  install_set "${out_root}/api/revisions/${pkg}" 'zz_generated.deepcopy.go' \
+    "${work}/revisions-deepcopy/${pkg}/zz_generated.deepcopy.go"
+done
+for entry in "${REVISIONS[@]}"; do
+  install_set "${out_root}/manifests/crd/revisions/${entry%%=*}" 'inference.networking.x-k8s.io_*.yaml' \
+    "${work}/revisions-crd/${entry%%=*}"/inference.networking.x-k8s.io_*.yaml
+done
 
-echo "generate-crds: wrote ${#pool_crds[@]} InferencePool CRD(s) and ${#gw_crds[@]} Gateway API standard-channel CRD(s) under ${out_root}/manifests/crd"
+echo "generate-crds: wrote ${#pool_crds[@]} InferencePool CRD(s) (and one per revision: ${REVISIONS[*]%%=*}) and ${#gw_crds[@]} Gateway API standard-channel CRD(s) under ${out_root}/manifests/crd"

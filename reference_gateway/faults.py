@@ -39,6 +39,11 @@ FAULTS: dict[str, str] = {
         "never writes HTTPRoute status",
     "no-invalid-ref-on-delete":
         "ignores Service deletions, so a deleted extension Service still counts as resolved",
+    "keep-default-parent":
+        "(revisions with a status default) keeps the placeholder parent next to its own Accepted entry",
+    "no-default-parent-restore":
+        "(revisions with a status default) leaves status.parent empty, without the placeholder, "
+        "when it stops managing a pool",
 }
 
 _active: frozenset[str] = frozenset()

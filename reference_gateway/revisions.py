@@ -20,7 +20,8 @@ class Revision:
     # "parent": {group, kind, name, namespace} (group/kind defaulted by the CRD)
     ref_style: str
     # The CRD defaults status to {parent: [{parentRef: {kind: Status, name: default}, ...}]};
-    # the controller removes that placeholder once it manages the pool.
+    # the controller removes that placeholder once it manages the pool, and puts it
+    # back when it stops managing the pool and no other entry is left.
     status_placeholder: bool
     # Reason for Accepted=False on an entry whose only routes the Gateway rejected,
     # or None when the revision has no such reason (then there is no entry).
@@ -50,6 +51,14 @@ class Revision:
     def is_placeholder(self, entry: dict) -> bool:
         ref = entry.get("parentRef") or {}
         return self.status_placeholder and ref.get("kind") == "Status" and ref.get("name") == "default"
+
+    def placeholder(self) -> dict:
+        """The placeholder entry, spelled exactly as the API server stores its own default
+        (the parentRef's group filled in), so writing it back is recognised as no change."""
+        return {"parentRef": {"group": GATEWAY_GROUP, "kind": "Status", "name": "default"},
+                "conditions": [{"type": "Accepted", "status": "Unknown", "reason": "Pending",
+                                "message": "Waiting for controller",
+                                "lastTransitionTime": "1970-01-01T00:00:00Z"}]}
 
 
 _OBJECT_REF = dict(ref_style="object", status_placeholder=False, route_not_accepted_reason=None)

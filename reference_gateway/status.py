@@ -297,8 +297,9 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
 
     out: list[tuple[dict, Key | None]] = []
     done: set[Key] = set()
+    dropped_ours = False
     for entry in existing:
-        if revision.is_placeholder(entry) and wanted:
+        if revision.is_placeholder(entry) and wanted and not faults.on("keep-default-parent"):
             continue  # the CRD's placeholder goes once a controller manages the pool
         gk = owner(entry)
         if gk is None:
@@ -312,6 +313,8 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
         elif faults.on("never-remove-parent"):
             out.append((entry, gk))
             done.add(gk)
+        else:
+            dropped_ours = True
     for gk in sorted(wanted.keys() - done):
         out.append((_pool_entry(pool, wanted[gk], world, revision, None, now), gk))
 
@@ -325,4 +328,8 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
         kept.append((entry, gk))
     if kept or "parent" in st:
         st["parent"] = [e for e, _ in kept]
+    if (not kept and dropped_ours and revision.status_placeholder
+            and not faults.on("no-default-parent-restore")):
+        # This controller no longer manages the pool and nobody else reports on it.
+        st["parent"] = [revision.placeholder()]
     return PoolStatus(st, [(e["parentRef"], gk) for e, gk in kept if gk is not None])

@@ -20,6 +20,7 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("input")
     (d / "malformed.yaml").write_text("gateway-class: [unclosed\n")
     (d / "unknown-key.yaml").write_text("gatewayClassName: x\n")
+    (d / "number-version.yaml").write_text("organization: acme\nversion: 1.10\n")
     (d / "kubeconfig").write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "a",
         "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
@@ -27,6 +28,8 @@ def files(tmp_path_factory):
         "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}]}))
     return d
 
+
+REPORT_META = ["--organization=acme", "--project=gw", "--url=https://example.com/gw", "--contact=@acme/gw"]
 
 CASES = [
     (["--timeout-config-overrides=Bogus:5"], "unknown timeout 'Bogus'"),
@@ -50,6 +53,19 @@ CASES = [
     (["--conformance-profiles=GATEWAY-HTTP"], "unknown profile(s) GATEWAY-HTTP"),
     (["--all-features", "--supported-features=SupportInferencePool"], "exclude each other"),
     (["--context=a"], "--context needs a kubeconfig"),
+    # Report options: a report is refused before anything runs unless it can name the implementation.
+    (["--report-output={d}/report.yaml"], "a ConformanceReport needs the implementation's metadata; missing: "
+     "--organization, --project, --url, --implementation-version, --contact"),
+    (["--organization=acme", "--implementation-version=v1"], "missing: --project, --url, --contact"),
+    (["--report-output={d}"], "is a directory"),
+    (["--mode=a/b"], "--mode='a/b' names the report file"),
+    (["--mode="], "--mode is empty"),
+    ([*REPORT_META, "--implementation-version=1.0 beta"], "--implementation-version='1.0 beta' names the report file"),
+    ([*REPORT_META[:3], "--contact=@a/b,,", "--implementation-version=v1"], "--contact='@a/b,,' has an empty entry"),
+    (["--conformance-options-file={d}/number-version.yaml"], "--implementation-version: 1.1 was read as a number"),
+    (["--results-dir={d}/malformed.yaml/sub"], "--results-dir={d}/malformed.yaml/sub: cannot create it"),
+    (["--conformance-debug=maybe"], "--conformance-debug='maybe' is not a boolean"),
+    (["--skip-provisional-tests=sometimes"], "is not a boolean"),
 ]
 
 
@@ -61,7 +77,7 @@ def test_bad_option(files, args, message):
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 1, result.stderr
-    assert message in errors[0], errors[0]
+    assert message.format(d=files) in errors[0], errors[0]
     assert "passed" not in result.stdout
 
 

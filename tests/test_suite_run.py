@@ -1,19 +1,87 @@
-"""The whole suite, run as a user runs it, passes on the embedded default with the reference implementation."""
+"""The whole suite, run as a user runs it, passes on the embedded cluster with the reference
+implementation, for every API revision; forcing the wrong revision fails and says why."""
 
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
+from conformance.revisions import DEFAULT, NOT_APPLICABLE_PREFIX, REVISIONS
+
 REPO = Path(__file__).resolve().parents[1]
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# The suite's tiers that need only the API server (no implementation).
+API_SERVER_TESTS = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
 
 
-def test_suite_passes_on_embedded_default(tmp_path):
+def _junit(path: Path) -> tuple[dict, dict[str, str]]:
+    """(counts, {test name: skip reason}) of a JUnit XML file."""
+    suite = ET.parse(path).getroot().find("testsuite")
+    counts = {k: int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}
+    skips = {f"{case.get('classname')}::{case.get('name')}": skipped.get("message", "")
+             for case in suite.iter("testcase") for skipped in case.findall("skipped")}
+    return counts, skips
+
+
+@pytest.mark.parametrize("revision", sorted(REVISIONS))
+def test_suite_passes_on_embedded(tmp_path, revision):
+    """`--api-revision R` on the embedded cluster installs R's CRD and runs the reference
+    implementation for R; without it, the default revision's CRD is installed and detected."""
     junit = tmp_path / "junit.xml"
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
+    forced = [] if revision == DEFAULT else ["--api-revision", revision]
+    result = subprocess.run([*PYTEST, f"--junitxml={junit}", *forced],
                             cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    suite = ET.parse(junit).getroot().find("testsuite")
-    counts = {k: int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}
+    how = "forced by --api-revision; the installed CRD matches it" if forced else "detected from the installed CRD"
+    assert f"API revision: {revision} ({REVISIONS[revision].title}), {how}" in result.stdout, result.stdout[:2000]
+    counts, skips = _junit(junit)
     assert counts["failures"] == counts["errors"] == 0, counts
-    assert counts["tests"] >= 140 and counts["skipped"] == 0, counts
+    assert counts["tests"] >= 160, counts
+    # The only skips are tests and cases the revision does not have.
+    others = {name: why for name, why in skips.items() if not why.startswith(NOT_APPLICABLE_PREFIX)}
+    assert not others, others
+    assert counts["tests"] - counts["skipped"] >= 140, counts
+
+
+@pytest.fixture
+def v05_cluster():
+    """The embedded cluster with the v0.5 CRD, started the way a user starts it."""
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", "cluster", "up", "--api-revision", "v0.5"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        kubeconfig = proc.stdout.readline().strip()  # the first line of stdout is the kubeconfig path
+        assert kubeconfig, f"cluster up printed no kubeconfig path: {proc.stderr.read() if proc.poll() else ''}"
+        yield kubeconfig
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_revision_detected_and_wrong_revision_named(v05_cluster):
+    run = [*PYTEST, "--kubeconfig", v05_cluster]
+    # Detected from the installed CRD: the v0.5 expectations hold.
+    detected = subprocess.run([*run, *API_SERVER_TESTS, "-k", "fresh-pool-status or parentRef-name-missing"],
+                              cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert detected.returncode == 0, detected.stdout[-4000:] + detected.stderr[-2000:]
+    assert "API revision: v0.5 (GIE v0.5.x), detected from the installed CRD" in detected.stdout
+
+    # Forced to the seed: the run goes on, fails where the revisions differ, and
+    # names the mismatch at the start, with every failure and at the end.
+    forced = subprocess.run([*run, "--api-revision", "seed", *API_SERVER_TESTS],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = forced.stdout
+    assert forced.returncode == 1, out[-4000:] + forced.stderr[-2000:]
+    mismatch = ("API revision mismatch: --api-revision forces seed, but the installed InferencePool CRD is "
+                "v0.5 (GIE v0.5.x)")
+    failed = [line for line in out.splitlines() if line.startswith("FAILED ")]
+    for name in ("fresh-pool-status", "parent-without-conditions-gets-default", "parentRef-name-missing",
+                 "test_status_on_create_is_ignored"):
+        assert any(name in line for line in failed), (name, failed)
+    assert out.count(mismatch) >= len(failed) + 2, out[-4000:]  # start, each failure, end
+    assert out.splitlines()[0].startswith(mismatch), out[:1000]

@@ -8,6 +8,7 @@ test's own namespace, which is deleted afterwards.
 import pytest
 
 from conformance import schema_cases
+from conformance.revisions import NOT_APPLICABLE_PREFIX
 
 BASES, CASES = schema_cases.load()
 
@@ -21,7 +22,7 @@ def status_pool(kube, base_namespace):
 
 def _skip_unless_applies(case, revision):
     if case.expectation(revision) is None:
-        pytest.skip(f"case {case.name} does not apply to API revision {revision.name}")
+        pytest.skip(f"{NOT_APPLICABLE_PREFIX} case {case.name} does not apply to API revision {revision.name}")
 
 
 @pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "spec"))

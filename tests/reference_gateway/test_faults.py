@@ -117,6 +117,23 @@ def check_no_invalid_ref_on_delete(objs):
     return bool(items), resolved(objs, cache.pools[(NS, "pool")], cache)
 
 
+V05 = REVISIONS["v0.5"]
+
+
+def check_keep_default_parent(objs):
+    pool, world = objs.basic()
+    pool["status"] = {"parent": [V05.placeholder()]}
+    return [e["parentRef"]["kind"] for e in status.pool_status(pool, world, V05, [], NOW).status["parent"]]
+
+
+def check_no_default_parent_restore(objs):
+    pool, world = objs.basic()
+    first = status.pool_status(pool, world, V05, [], NOW)
+    del world.routes[(NS, "route")]
+    st = status.pool_status(with_status(pool, first), world, V05, first.owned, NOW).status
+    return [e["parentRef"]["kind"] for e in st["parent"]]
+
+
 GW_REF = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "gw", "namespace": NS}
 
 # fault -> (what it observes, value without the fault, value with it)
@@ -135,6 +152,8 @@ CASES = {
     "bump-transition-time": (check_bump_transition_time, {NOW}, {LATER}),
     "route-status-missing": (check_route_status_missing, 1, 0),
     "no-invalid-ref-on-delete": (check_no_invalid_ref_on_delete, (True, "False"), (False, "True")),
+    "keep-default-parent": (check_keep_default_parent, ["Gateway"], ["Status", "Gateway"]),
+    "no-default-parent-restore": (check_no_default_parent_restore, ["Status"], []),
 }
 
 

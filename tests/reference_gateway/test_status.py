@@ -226,6 +226,34 @@ def test_v05_parent_ref_shape_and_placeholder(objs):
     assert pool_status(pool, world, V05).status == pool["status"]
 
 
+def test_v05_placeholder_restored_when_no_longer_managed(objs):
+    pool, world = objs.basic()
+    first = pool_status(pool, world, V05)
+    del world.routes[(NS, "route")]
+    assert pool_status(applied(pool, first), world, V05, first.owned).status == {"parent": [V05.placeholder()]}
+    # Restoring it is a change only once: the restored placeholder is nobody's entry.
+    restored = applied(pool, pool_status(applied(pool, first), world, V05, first.owned))
+    assert pool_status(restored, world, V05).status == restored["status"]
+
+
+def test_v05_placeholder_not_restored_while_other_entries_remain(objs):
+    theirs = {"parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "x", "namespace": NS},
+              "conditions": []}
+    pool, world = objs.basic()
+    first = pool_status(pool, world, V05)
+    with_theirs = applied(pool, first)
+    with_theirs["status"]["parent"].append(theirs)
+    del world.routes[(NS, "route")]
+    assert pool_status(with_theirs, world, V05, first.owned).status == {"parent": [theirs]}
+
+
+def test_placeholder_never_written_by_revisions_without_one(objs):
+    pool, world = objs.basic()
+    first = pool_status(pool, world, SEED)
+    del world.routes[(NS, "route")]
+    assert pool_status(applied(pool, first), world, SEED, first.owned).status == {"parent": []}
+
+
 def test_v05_rejected_route_reports_not_accepted(objs):
     pool, world = objs.basic()
     world.routes[(NS, "route")]["spec"]["parentRefs"][0]["sectionName"] = "nope"

@@ -1,0 +1,25 @@
+/*
+Copyright 2025 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package common holds the parts of the InferencePool v1alpha2 API that every
+// published revision has in common: the spec and the validated string and
+// number types it is made of.
+//
+// The package deliberately carries no groupName marker: it is not an API
+// group version, only a source of types for the revision packages.
+//
+// +kubebuilder:object:generate=true
+package common

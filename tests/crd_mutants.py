@@ -1,0 +1,242 @@
+"""Mutants of the InferencePool CRD, each dropping or loosening exactly one thing.
+
+The schema tier (conformance/tests/test_schema.py, test_status_subresource.py)
+must judge the API, not echo our CRD back at us: a CRD that lost any single
+validation or default has to make at least one of its tests fail.
+`mutants(crd)` derives those CRDs from the generated one by walking the
+openAPIV3Schema of v1alpha2, so a validation added to the CRD later gets its
+mutants without anyone listing paths by hand.
+
+Mutation operators, on every schema node:
+
+* drop one validation keyword (minimum, maximum, minLength, maxLength, pattern,
+  enum, maxItems, format, ... see DROPPED_KEYWORDS) or one CEL rule;
+* drop `default`, or change it to another plausible value;
+* remove one entry of a `required` list;
+* turn `x-kubernetes-list-type: map` (or `set`) into `atomic`, which drops the
+  uniqueness of the list-map keys;
+* widen `type: integer` to `number`;
+* add `x-kubernetes-preserve-unknown-fields: true` to an object that prunes;
+
+and once per CRD: drop the status subresource of v1alpha2.
+
+Some mutants cannot be told apart from the original by any request to the API
+(equivalent mutants): they are listed in EQUIVALENT with the reason. Some
+mutants are CRDs the API server refuses to install: they are listed in
+REFUSED. The meta-test (test_crd_mutants.py) checks both lists against what
+the cluster does, so neither can go stale.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+VERSION = "v1alpha2"
+
+# Keywords whose removal loosens what the API server accepts. Only the ones the
+# CRD uses produce mutants; the others are here so that adding one to the Go
+# markers is covered at once.
+DROPPED_KEYWORDS = (
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "pattern", "format", "enum",
+    "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+)
+
+# Replacement defaults that read like something a wrong CRD could plausibly
+# say. Anything not listed gets a generic change (see _other_value).
+_OTHER_DEFAULTS = {
+    "": "apps",
+    "Service": "Pod",
+    "Ready": "Accepted",
+    "Accepted": "Ready",
+    "FailClose": "FailOpen",
+    "FailOpen": "FailClose",
+}
+
+# Mutants that no request to the API server can tell from the original CRD.
+# The meta-test fails if one of these is killed after all (the reason is then
+# wrong) or if any mutant not listed here survives.
+EQUIVALENT: dict[str, str] = {
+    # The pattern needs a leading letter, so every string shorter than 1 also
+    # fails the pattern, with the same cause type (FieldValueInvalid) on the
+    # same field. Only the message would differ, and messages are not API
+    # (SPEC section 3: rejections are judged by status, field and cause type).
+    "drop minLength at spec.extensionRef.kind":
+        "the pattern ^[a-zA-Z]... already rejects the empty string, with the same field and cause type",
+    "drop minLength at status.parent[].conditions[].reason":
+        "the pattern ^[A-Za-z]... already rejects the empty string, with the same field and cause type",
+    # minLength 0 is the lower bound of every string length: it forbids nothing.
+    "drop minLength at spec.selector.*":
+        "minLength 0 forbids nothing",
+    # Integer formats: kube-openapi checks `format` only on strings, and the
+    # bounds of these fields lie far inside the int32/int64 range anyway.
+    "drop format at spec.extensionRef.portNumber":
+        "format int32 is not enforced on integers; minimum 1 / maximum 65535 lie inside int32 anyway",
+    "drop format at spec.targetPortNumber":
+        "format int32 is not enforced on integers; minimum 1 / maximum 65535 lie inside int32 anyway",
+    "drop format at status.parent[].conditions[].observedGeneration":
+        "format int64 is not enforced on integers; the JSON decoder holds integers as int64 either way",
+}
+
+# Mutants that are not valid CRDs: the API server refuses to create them, so no
+# cluster can ever serve them. The meta-test checks that the refusal happens.
+REFUSED: dict[str, str] = {
+    "drop required type at status.parent[].conditions[]":
+        "type is the list-map key of conditions, and a list-map key must be required or defaulted",
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str  # e.g. "drop maxLength at spec.extensionRef.name"; stable across runs
+    field: str  # the object field whose schema was touched, e.g. "spec.extensionRef.name", or "(root)"
+    pointer: str  # JSON Pointer (RFC 6901) into the CRD of the key that was dropped, changed or added
+    crd: dict  # the whole mutant CRD; shares nothing with the input
+
+
+def schema_of(crd: dict, version: str = VERSION) -> tuple[int, dict]:
+    """(index of the version in spec.versions, its openAPIV3Schema)."""
+    for i, v in enumerate((crd.get("spec") or {}).get("versions") or []):
+        if v.get("name") == version:
+            schema = (v.get("schema") or {}).get("openAPIV3Schema")
+            if isinstance(schema, dict):
+                return i, schema
+    raise ValueError(f"the CRD has no openAPIV3Schema for version {version}")
+
+
+ROOT = "(root)"
+
+
+def walk(schema: dict, field: str = ROOT, keys: tuple = ()) -> Iterator[tuple[str, tuple, dict]]:
+    """Every schema node as (field path, key path from the schema root, node), parents first.
+
+    Field paths read like the object: `spec.extensionRef.name`,
+    `status.parent[].conditions` (list items), `spec.selector.*` (map values);
+    the schema root is `(root)`.
+    """
+    yield field, keys, schema
+    prefix = "" if field == ROOT else field + "."
+    for name in sorted(schema.get("properties") or {}):
+        yield from walk(schema["properties"][name], prefix + name, keys + ("properties", name))
+    if isinstance(schema.get("items"), dict):
+        yield from walk(schema["items"], ("" if field == ROOT else field) + "[]", keys + ("items",))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from walk(schema["additionalProperties"], prefix + "*", keys + ("additionalProperties",))
+
+
+def _pointer(keys) -> str:
+    return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+
+
+def _show(value) -> str:
+    return '""' if value == "" else str(value)
+
+
+def _other_value(value, node: dict):
+    """A value of the same shape as `value` that differs from it, or None when there is none to make.
+
+    Strings prefer another member of the node's enum, then a plausible word
+    (_OTHER_DEFAULTS); lists of objects change the list-map key (or the first
+    string field) of their first entry. Returns (new value, description).
+    """
+    if isinstance(value, bool):
+        return not value, f"{value} -> {not value}"
+    if isinstance(value, (int, float)):
+        new = value - 1 if "maximum" in node and value + 1 > node["maximum"] else value + 1
+        return new, f"{value} -> {new}"
+    if isinstance(value, str):
+        others = [e for e in node.get("enum") or [] if e != value]
+        new = others[0] if others else _OTHER_DEFAULTS.get(value, value + "X" if value else "x")
+        return new, f"{_show(value)} -> {_show(new)}"
+    if isinstance(value, list) and value:
+        item_schema = node.get("items") or {}
+        first = value[0]
+        if isinstance(first, dict):
+            keys = list(node.get("x-kubernetes-list-map-keys") or []) + sorted(first)
+            for key in keys:
+                if isinstance(first.get(key), str):
+                    changed = _other_value(first[key], (item_schema.get("properties") or {}).get(key) or {})
+                    if changed is not None:
+                        new_first = {**first, key: changed[0]}
+                        return [new_first, *value[1:]], f"[0].{key} {changed[1]}"
+            return None
+        changed = _other_value(first, item_schema)
+        return None if changed is None else ([changed[0], *value[1:]], f"[0] {changed[1]}")
+    if isinstance(value, dict) and value:
+        for key in sorted(value):
+            changed = _other_value(value[key], ((node.get("properties") or {}).get(key)) or {})
+            if changed is not None:
+                return {**value, key: changed[0]}, f"{key} {changed[1]}"
+    return None
+
+
+def _edits(field: str, node: dict) -> Iterator[tuple[str, tuple, Callable[[dict], None]]]:
+    """(name, key path relative to the node, edit) for every one-step loosening of one node."""
+    for kw in DROPPED_KEYWORDS:
+        if kw in node:
+            yield f"drop {kw} at {field}", (kw,), lambda n, kw=kw: n.pop(kw)
+    for i, _rule in enumerate(node.get("x-kubernetes-validations") or []):
+        def drop_rule(n, i=i):
+            del n["x-kubernetes-validations"][i]
+            if not n["x-kubernetes-validations"]:
+                del n["x-kubernetes-validations"]
+        yield f"drop validation rule {i} at {field}", ("x-kubernetes-validations", i), drop_rule
+    if "default" in node:
+        yield f"drop default at {field}", ("default",), lambda n: n.pop("default")
+        changed = _other_value(node["default"], node)
+        if changed is not None:
+            new, how = changed
+            yield (f"change default at {field}: {how}", ("default",),
+                   lambda n, new=new: n.__setitem__("default", copy.deepcopy(new)))
+    for i, entry in enumerate(node.get("required") or []):
+        def drop_required(n, i=i):
+            del n["required"][i]
+            if not n["required"]:
+                del n["required"]
+        yield f"drop required {entry} at {field}", ("required", i), drop_required
+    if node.get("x-kubernetes-list-type") in ("map", "set"):
+        def to_atomic(n):
+            n["x-kubernetes-list-type"] = "atomic"
+            n.pop("x-kubernetes-list-map-keys", None)  # only allowed with list-type map
+        yield (f"list-type {node['x-kubernetes-list-type']} to atomic at {field}",
+               ("x-kubernetes-list-type",), to_atomic)
+    if node.get("type") == "integer":
+        yield f"type integer to number at {field}", ("type",), lambda n: n.__setitem__("type", "number")
+    if (node.get("type") == "object" and not node.get("x-kubernetes-preserve-unknown-fields")
+            and "additionalProperties" not in node and field != "metadata"):
+        # Objects with additionalProperties hold no unknown fields to prune, and
+        # the root's metadata is always ObjectMeta whatever its schema says.
+        yield (f"preserve unknown fields at {field}", ("x-kubernetes-preserve-unknown-fields",),
+               lambda n: n.__setitem__("x-kubernetes-preserve-unknown-fields", True))
+
+
+def _resolve(root: dict, keys: tuple) -> dict:
+    node = root
+    for k in keys:
+        node = node[k]
+    return node
+
+
+def mutants(crd: dict, version: str = VERSION) -> Iterator[Mutant]:
+    """Every single-step loosening of `crd` (left unchanged), in schema order."""
+    index, schema = schema_of(crd, version)
+    schema_keys = ("spec", "versions", index, "schema", "openAPIV3Schema")
+    seen: set[str] = set()
+    for field, keys, node in walk(schema):
+        for name, rel, edit in _edits(field, node):
+            if name in seen:
+                raise ValueError(f"two mutants are named {name!r}")
+            seen.add(name)
+            mutant = copy.deepcopy(crd)
+            edit(_resolve(mutant, schema_keys + keys))
+            yield Mutant(name, field, _pointer(schema_keys + keys + rel), mutant)
+    if "status" in (crd["spec"]["versions"][index].get("subresources") or {}):
+        mutant = copy.deepcopy(crd)
+        subresources = mutant["spec"]["versions"][index]["subresources"]
+        del subresources["status"]
+        if not subresources:
+            del mutant["spec"]["versions"][index]["subresources"]
+        yield Mutant(f"drop status subresource of {version}", ROOT,
+                     _pointer(("spec", "versions", index, "subresources", "status")), mutant)

@@ -1,0 +1,272 @@
+"""The schema tier judges the API, not our CRD: every loosened CRD must fail it.
+
+For each mutant of the generated InferencePool CRD (tests/crd_mutants.py),
+the mutant is installed on an embedded cluster and the schema tier is run
+against it the way a user runs it on their own cluster, as a pytest
+subprocess with --kubeconfig. A mutant is killed when that run exits 1 (a
+test failed). Every mutant must be killed, except the equivalent ones that
+crd_mutants.EQUIVALENT names with the reason no request can observe them;
+those must survive, and the ones in crd_mutants.REFUSED must be refused by
+the API server, so that both lists stay true.
+
+Mutants cannot run concurrently on one cluster (each replaces the same CRD),
+so concurrency means more clusters: WORKERS clusters, each working through
+the mutants one at a time. Two clusters beat one on two cores: a single
+stream of runs keeps about one core busy, because the pytest process and the
+API server take turns (request, answer); a second stream fills the other core
+for the price of a second control plane's start-up (about 8 s). Measured on a
+busy two-core machine: 6m53s with one cluster, 5m17s with two.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import config
+
+from conformance.cluster.embedded import EmbeddedCluster
+from conformance.kube import ApiError, Kube
+from conformance.revisions import CRD_NAME, GATEWAY_API_CRDS, REVISIONS
+from conformance.wait import wait_for
+
+from . import crd_mutants
+
+REPO = Path(__file__).resolve().parents[1]
+CRD_FILE = REVISIONS["seed"].crd
+TIER = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
+CRD_API = "apiextensions.k8s.io/v1"
+GROUP_VERSION = "/apis/inference.networking.x-k8s.io/v1alpha2"
+INSTALL_TIMEOUT = 60.0
+RUN_TIMEOUT = 600.0
+WORKERS = 2
+
+KILLED, SURVIVED, REFUSED = "killed", "SURVIVED", "refused"
+
+
+@dataclass
+class Outcome:
+    status: str  # KILLED, SURVIVED or REFUSED
+    detail: str  # the first failing test, or why the CRD was refused
+    seconds: float
+
+
+# -- installing a CRD -----------------------------------------------------------
+
+
+def _served(kube: Kube) -> bool:
+    try:
+        body = kube.request("GET", GROUP_VERSION, timeout=(5, 5))
+    except ApiError as e:
+        if e.status == 404:
+            return False
+        raise
+    return any(r.get("name") == "inferencepools" for r in (body or {}).get("resources") or [])
+
+
+def _poll(what: str, ready, timeout: float = INSTALL_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
+def uninstall(kube: Kube) -> None:
+    """Delete the InferencePool CRD and wait until neither it nor its API is served."""
+    kube.delete(CRD_API, "CustomResourceDefinition", CRD_NAME)
+    wait_for(kube, CRD_API, "CustomResourceDefinition", CRD_NAME, None, lambda o: o is None,
+             timeout=INSTALL_TIMEOUT, what=f"CRD {CRD_NAME} to be deleted", expected="the CRD is gone")
+    _poll(f"{GROUP_VERSION} to stop being served", lambda: not _served(kube))
+
+
+def install(kube: Kube, crd: dict) -> ApiError | None:
+    """Replace the InferencePool CRD with `crd`; the API server's refusal, or None once it serves it.
+
+    A deleted and re-created CRD gets a new UID, and the API server builds its
+    handler for the new UID from scratch: no request can meet the old schema.
+    """
+    uninstall(kube)
+    body = {k: v for k, v in crd.items() if k != "status"}
+    body["metadata"] = {"name": crd["metadata"]["name"], "annotations": crd["metadata"].get("annotations") or {}}
+    try:
+        kube.create(body)
+    except ApiError as e:
+        if e.status in (400, 422):
+            return e
+        raise
+    wait_for(kube, CRD_API, "CustomResourceDefinition", CRD_NAME, None,
+             lambda o: o is not None and any(c.get("type") == "Established" and c.get("status") == "True"
+                                             for c in (o.get("status") or {}).get("conditions") or []),
+             timeout=INSTALL_TIMEOUT, what=f"CRD {CRD_NAME} to be Established",
+             expected="condition Established=True")
+    _poll(f"{GROUP_VERSION} to be served", lambda: _served(kube))
+    return None
+
+
+# -- running the schema tier ------------------------------------------------------
+
+# pytest's short summary: "FAILED <node id> - <message>", or "ERROR <node id> ..." for a fixture.
+_FIRST_FAILURE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
+
+
+def run_tier(kubeconfig: Path, results_dir: Path) -> tuple[int, str, str]:
+    """Run the schema tier as a user would: (exit code, first failing test or "", output).
+
+    Its JUnit XML, Allure results and HTML page go to `results_dir`, not into
+    the checkout's reports/out/.
+    """
+    # Nothing from the outer run (xdist, PYTEST_ADDOPTS, a KUBECONFIG) may reach the inner one.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "KUBECONFIG")) and k != "PYTHONBREAKPOINT"}
+    argv = [sys.executable, "-m", "pytest", *TIER, "-x", "-q", "-p", "no:cacheprovider",
+            "--kubeconfig", str(kubeconfig), "--allow-crds-mismatch", "--api-revision", "seed",
+            # Keep the namespaces: the cluster is thrown away anyway, and waiting for
+            # each run's namespaces to finish terminating would double its time.
+            "--cleanup-test-resources=false", "--cleanup-base-resources=false",
+            "--results-dir", str(results_dir)]
+    done = subprocess.run(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT)
+    first = _FIRST_FAILURE.search(done.stdout)
+    name = ""
+    if first:
+        name = first.group(2).removeprefix("conformance/tests/")
+        name = f"ERROR {name}" if first.group(1) == "ERROR" else name
+    return done.returncode, name, done.stdout + done.stderr
+
+
+def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path) -> Outcome:
+    started = time.monotonic()
+    refusal = install(kube, crd)
+    if refusal is not None:
+        causes = "; ".join(f"{c.get('field')}: {c.get('message')}" for c in refusal.causes)
+        return Outcome(REFUSED, f"HTTP {refusal.status}: {causes or refusal.body.get('message', '')}",
+                       time.monotonic() - started)
+    results_dir = Path(tempfile.mkdtemp(prefix="run-", dir=results_base))
+    code, first, output = run_tier(kubeconfig, results_dir)
+    if code in (0, 1):
+        shutil.rmtree(results_dir, ignore_errors=True)  # a few MB per run; the table says what matters
+    if code == 0:
+        return Outcome(SURVIVED, "", time.monotonic() - started)
+    if code == 1:
+        return Outcome(KILLED, first or "(no FAILED line)", time.monotonic() - started)
+    tail = "\n".join(output.strip().splitlines()[-30:])
+    pytest.fail(f"the schema tier could not run (exit {code}), which says nothing about the mutant "
+                f"(its results: {results_dir}):\n{tail}", pytrace=False)
+
+
+def _said(name: str, o: Outcome) -> str:
+    if o.status == KILLED:
+        return o.detail
+    if o.status == REFUSED:
+        return f"refused: {o.detail}"
+    reason = crd_mutants.EQUIVALENT.get(name)
+    return f"SURVIVED (equivalent: {reason})" if reason else "SURVIVED"
+
+
+def table(rows: list[tuple[str, Outcome]]) -> str:
+    """mutant -> the first test that caught it (or SURVIVED / refused), with seconds per mutant."""
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{'mutant':<{width}}  {'secs':>5}  first failing test"]
+    lines += [f"{name:<{width}}  {o.seconds:5.1f}  {_said(name, o)}" for name, o in rows]
+    return "\n".join(lines)
+
+
+# -- the test ---------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    cluster: EmbeddedCluster
+    kube: Kube
+    results: Path  # where the schema tier's runs on this cluster write their results
+
+    def judge(self, crd: dict) -> Outcome:
+        return judge(self.kube, self.cluster.kubeconfig, crd, self.results)
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory):
+    """WORKERS clusters with the Gateway API CRDs only; the InferencePool CRD is installed per mutant."""
+    clusters = [EmbeddedCluster(crd_paths=[GATEWAY_API_CRDS]) for _ in range(WORKERS)]
+    try:
+        with ThreadPoolExecutor(len(clusters)) as pool:
+            list(pool.map(lambda c: c.start(), clusters))
+        yield [Worker(c, Kube(config.new_client_from_config(config_file=str(c.kubeconfig))),
+                      tmp_path_factory.mktemp(f"mutant-runs-{i}")) for i, c in enumerate(clusters)]
+    finally:
+        for c in clusters:
+            c.stop()
+
+
+def judge_all(workers: list[Worker], crds: list[dict]) -> list[Outcome]:
+    """Judge every CRD, each worker taking the next one when it is free; outcomes in input order."""
+    free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+    for w in workers:
+        free.put(w)
+
+    def one(crd: dict) -> Outcome:
+        w = free.get()
+        try:
+            return w.judge(crd)
+        finally:
+            free.put(w)
+
+    pool = ThreadPoolExecutor(len(workers))
+    try:
+        return list(pool.map(one, crds))
+    finally:
+        pool.shutdown(cancel_futures=True)  # after a failure, start no further mutants
+
+
+def test_every_loosened_crd_fails_the_schema_tier(workers, capsys):
+    started = time.monotonic()
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    mutants = list(crd_mutants.mutants(crd))
+    names = {m.name for m in mutants}
+    stale = sorted((set(crd_mutants.EQUIVALENT) | set(crd_mutants.REFUSED)) - names)
+    assert not stale, f"crd_mutants lists mutants the CRD no longer yields: {stale}"
+
+    # The unmutated CRD must pass, or every "kill" below would mean nothing.
+    baseline = workers[0].judge(crd)
+    assert baseline.status == SURVIVED, f"the schema tier fails on the generated CRD itself: {baseline}"
+
+    rows = list(zip([m.name for m in mutants], judge_all(workers, [m.crd for m in mutants])))
+    report = table(rows)
+    expected = len(mutants) - len(crd_mutants.EQUIVALENT) - len(crd_mutants.REFUSED)
+    killed = sum(o.status == KILLED for _, o in rows)
+    summary = (f"mutation score: {killed}/{expected} non-equivalent mutants killed "
+               f"({len(mutants)} mutants, {len(crd_mutants.EQUIVALENT)} equivalent, "
+               f"{len(crd_mutants.REFUSED)} refused by the API server; {len(workers)} cluster(s); "
+               f"baseline {baseline.seconds:.1f}s, total {time.monotonic() - started:.0f}s after start-up)")
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        print(f"\n{report}\n{summary}")  # under xdist a worker's output shows only in its report: use -rP
+    else:
+        with capsys.disabled():
+            print(f"\n{report}\n{summary}")
+
+    problems = []
+    for name, o in rows:
+        if name in crd_mutants.EQUIVALENT:
+            if o.status != SURVIVED:
+                problems.append(f"{name}: listed as equivalent, but {o.status} ({o.detail}): remove it from EQUIVALENT")
+        elif name in crd_mutants.REFUSED:
+            if o.status != REFUSED:
+                problems.append(f"{name}: listed as refused, but the API server installed it and it was {o.status}")
+        elif o.status != KILLED:
+            problems.append(f"{name}: {o.status} {o.detail}".rstrip()
+                            + (": add a schema case that tells it apart" if o.status == SURVIVED else ""))
+    assert not problems, "\n".join(problems) + f"\n\n{report}\n{summary}"

@@ -1,0 +1,76 @@
+"""Revision detection and the revision data, on the generated CRDs (no cluster)."""
+
+import copy
+
+import pytest
+import yaml
+
+from conformance import revisions
+from conformance.revisions import REVISIONS
+
+
+def _crd(name: str) -> dict:
+    return yaml.safe_load(REVISIONS[name].crd.read_text())
+
+
+def _status(crd: dict) -> dict:
+    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
+    return version["schema"]["openAPIV3Schema"]["properties"]["status"]
+
+
+@pytest.mark.parametrize("name", sorted(REVISIONS))
+def test_each_generated_crd_is_detected_as_its_revision(name):
+    assert REVISIONS[name].crd.is_file()
+    assert revisions.detect(_crd(name)) is REVISIONS[name]
+
+
+def test_revisions_differ_in_their_fingerprints():
+    prints = [tuple(revisions.fingerprint(_crd(n)).values()) for n in REVISIONS]
+    assert len(set(prints)) == len(prints)
+
+
+def test_a_crd_of_no_known_revision_is_described():
+    crd = _crd("v0.5")
+    _status(crd).pop("default")  # a v0.5 parentRef without the status default: no release has that
+    assert revisions.detect(crd) is None
+    assert revisions.describe(revisions.fingerprint(crd)) == (
+        "conditions default Accepted, parentRef ParentGatewayReference, no status default parent")
+    assert revisions.detect({"spec": {"versions": [{"name": "v1"}]}}) is None
+
+
+def test_fresh_parents_are_what_the_crd_defaults():
+    for rev in REVISIONS.values():
+        default = _status(_crd(rev.name)).get("default")
+        if not rev.status_default_parent:
+            assert default is None and rev.fresh_parents == [] and rev.default_parent is None
+            continue
+        # The CRD's default, with the parentRef's own group default filled in (as the server does).
+        expected = copy.deepcopy(default["parent"])
+        for entry in expected:
+            entry["parentRef"].setdefault("group", revisions.GATEWAY_GROUP)
+        assert rev.fresh_parents == expected
+        assert rev.is_default_parent(rev.default_parent)
+
+
+@pytest.mark.parametrize("name", sorted(REVISIONS))
+def test_default_conditions_match_the_crd(name):
+    rev = REVISIONS[name]
+    entry = _status(_crd(name))["properties"]["parent"]["items"]["properties"]
+    assert entry["conditions"]["default"] == rev.default_conditions
+
+
+@pytest.mark.parametrize("name", sorted(REVISIONS))
+def test_gateway_parent_ref_names_the_gateway(name):
+    rev = REVISIONS[name]
+    ref = rev.gateway_parent_ref("gw", "ns")
+    assert rev.names_gateway(ref, "gw", "ns")
+    assert not rev.names_gateway(ref, "gw", "other")
+    assert not rev.names_gateway({**ref, "kind": "HTTPRoute"}, "gw", "ns")
+    assert not rev.is_default_parent({"parentRef": ref})
+
+
+def test_v05_placeholder_is_not_a_gateway_entry():
+    rev = REVISIONS["v0.5"]
+    placeholder = rev.default_parent
+    assert not rev.names_gateway(placeholder["parentRef"], "default", "ns")
+    assert not REVISIONS["seed"].is_default_parent(placeholder)  # no placeholder in revisions without one
