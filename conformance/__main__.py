@@ -40,7 +40,9 @@ def _cluster_up(args) -> int:
     crds = [] if args.no_crds else revisions.REVISIONS[args.api_revision].embedded_crds
     cluster = EmbeddedCluster(crd_paths=crds)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Explicit handlers: a shell script's background job starts with SIGINT ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     try:
         cluster.start(progress=lambda m: print(m, file=sys.stderr, flush=True))
         print(f"cluster up: {cluster.server}", file=sys.stderr)

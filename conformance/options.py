@@ -87,6 +87,20 @@ def add_options(parser) -> None:
         group.addoption(f"--{CLI_NAMES.get(name, name)}", **kw)
 
 
+def bare_bools_to_true(args: list[str]) -> None:
+    """Give bare boolean flags Go's meaning (`--fail-fast` is `--fail-fast=true`), in place.
+
+    argparse would otherwise take the next argument (often a test path) as the
+    flag's value. Runs before pytest parses the command line.
+    """
+    bare = {f"--{CLI_NAMES.get(n, n)}" for n, (kind, _d, _h) in _FLAGS.items() if kind == "bool"}
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg in bare:
+            args[i] = f"{arg}=true"
+
+
 @dataclass(frozen=True)
 class Options:
     gateway_class: str | None
@@ -163,7 +177,11 @@ def _convert(name: str, kind: str, raw) -> object:
         try:
             return _bool(raw)
         except ValueError:
-            raise OptionError(f"--{flag}={raw!r} is not a boolean; use true or false") from None
+            hint = ""
+            if isinstance(raw, str) and ("/" in raw or raw.endswith(".py") or os.path.exists(raw)):
+                # argparse gave the flag the path that followed it
+                hint = f" (a bare --{flag} takes the next argument: write --{flag}=true before a path)"
+            raise OptionError(f"--{flag}={raw!r} is not a boolean; use true or false{hint}") from None
     if kind == "list":
         items = raw if isinstance(raw, list) else str(raw).split(",")
         items = [str(i).strip() for i in items]

@@ -32,6 +32,11 @@ from .wait import WaitTimeout, wait_for
 SESSION = pytest.StashKey[SuiteSession]()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    options.bare_bools_to_true(args)  # called for installed plugins, before the command line is parsed
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
     parser.getgroup("inferencepool-conformance").addoption(

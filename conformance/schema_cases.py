@@ -100,15 +100,23 @@ def _normalise(expect, where: str) -> dict:
     raise ValueError(f"{where}: expect must be `accepted`, {{accepted: ...}} or {{rejected: ...}}")
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def base_pool(directory: Path = CASES_DIR) -> dict:
+    """The valid InferencePool every case starts from (manifests/schema/_base.yaml)."""
+    return yaml.load((directory / "_base.yaml").read_text(), Loader=_Loader)["pool"]
+
+
 def load(directory: Path = CASES_DIR) -> tuple[dict, list[Case]]:
     """The base objects and every case, in file order."""
-    bases = yaml.safe_load((directory / "_base.yaml").read_text())
+    bases = yaml.load((directory / "_base.yaml").read_text(), Loader=_Loader)
     cases: list[Case] = []
     seen: set[str] = set()
     for path in sorted(directory.glob("*.yaml")):
         if path.name.startswith("_"):
             continue
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=_Loader)
         for raw in doc["cases"]:
             where = f"{path.name}: case {raw.get('name')!r}"
             name = raw["name"]

@@ -74,6 +74,25 @@ class Topology:
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.namespace},
                 "spec": {"type": "ExternalName", "externalName": "picker.example.com"}}
 
+    def pool(self, name: str = "pool", /, **extension_ref) -> dict:
+        return {"apiVersion": POOL_API, "kind": "InferencePool", "metadata": {"name": name, "namespace": self.namespace},
+                "spec": {"selector": {"app": "model-server"}, "targetPortNumber": 8000,
+                         "extensionRef": {"name": "picker", **extension_ref}}}
+
+    def wait_services_seen(self) -> None:
+        """Wait until the implementation has seen every Service created so far in the namespace.
+
+        A new Service `sentinel-picker`, a pool naming it and a route to that pool:
+        once that pool is ResolvedRefs True, the implementation's view of Services
+        (one watch, delivered in order) includes all earlier ones. Tests that expect
+        ResolvedRefs False for a reason other than a missing Service call this before
+        creating their pool, so a False that only means "not seen yet" cannot pass them.
+        """
+        self.create(self.service("sentinel-picker"))
+        self.create(self.pool("sentinel", name="sentinel-picker"))
+        self.create(self.route("sentinel-route", "gateway", "sentinel"))
+        self.wait_pool_condition("ResolvedRefs", "True", "ResolvedRefs", pool="sentinel")
+
     def create(self, obj: dict) -> dict:
         evidence.attach_yaml(f"applied {obj['kind']} {obj['metadata']['name']}", obj)
         return self.kube.apply(obj)

@@ -134,3 +134,10 @@ class UserClusterManager(ExternalManagerBase):
 
     def ready(self, timeout: int = 20) -> bool:
         return True
+
+    def delete(self) -> None:
+        # The base class also sleeps a second "for the cluster" here; ours is the user's and stays.
+        if self.kubeconfig is not None:
+            self.kubeconfig.unlink(missing_ok=True)
+        self._cluster_options.kubeconfig_path = None
+        self._kubeconfig = None

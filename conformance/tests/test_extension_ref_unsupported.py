@@ -12,11 +12,8 @@ pytestmark = [pytest.mark.rule("C7"), pytest.mark.features("SupportInferencePool
 ])
 def test_extension_ref_unsupported(topology, ref):
     topology.apply_file("pool-with-route.yaml", skip=("InferencePool/pool",))
-    # The Service `picker` exists: only the kind or group makes the reference invalid.
-    pool = topology.kube.apply({
-        "apiVersion": "inference.networking.x-k8s.io/v1alpha2", "kind": "InferencePool",
-        "metadata": {"name": "pool", "namespace": topology.namespace},
-        "spec": {"selector": {"app": "model-server"}, "targetPortNumber": 8000,
-                 "extensionRef": {"name": "picker", **ref}}})
-    assert pool["spec"]["extensionRef"]["name"] == "picker"
+    # The Service `picker` exists and the implementation has seen it: only the
+    # kind or group can make the reference invalid.
+    topology.wait_services_seen()
+    topology.create(topology.pool(**ref))
     topology.wait_pool_condition("ResolvedRefs", "False", "InvalidExtensionRef")

@@ -17,8 +17,7 @@ pytestmark = pytest.mark.rule("S10")
 
 
 def _pool(namespace: str, name: str = "pool") -> dict:
-    base, _ = schema_cases.load()
-    return schema_cases.merge_patch(base["pool"], {"metadata": {"name": name, "namespace": namespace}})
+    return schema_cases.merge_patch(schema_cases.base_pool(), {"metadata": {"name": name, "namespace": namespace}})
 
 
 def _parents(obj: dict) -> list:
