@@ -14,8 +14,11 @@ from .wait import trim
 REPORTS = pytest.StashKey[dict]()
 
 
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def attach_yaml(name: str, obj) -> None:
-    body = yaml.safe_dump(trim(obj) if isinstance(obj, dict) else obj, sort_keys=False)
+    body = yaml.dump(trim(obj) if isinstance(obj, dict) else obj, Dumper=_Dumper, sort_keys=False)
     allure.attach(body, name=name, attachment_type=allure.attachment_type.YAML)
 
 
