@@ -1,6 +1,6 @@
 """Schema cases per second against the embedded cluster, and the schema tier's wall time.
 
-    python bench/schema_rate.py [--rounds 5] [--threads 1,4]
+    python bench/schema_rate.py [--rounds 5] [--threads 1,4,8]
 
 The rate is measured on the dry-run cases of manifests/schema/ (what most of
 the tier is), sent by the suite's own harness; the tier's wall time is a
@@ -57,7 +57,7 @@ def tier(extra: list[str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", default="1,4")
+    ap.add_argument("--threads", default="1,4,8")
     args = ap.parse_args()
     rows, data = [], {"rate": {}}
     with EmbeddedCluster(crd_paths=REVISIONS["seed"].embedded_crds) as c:
