@@ -101,6 +101,23 @@ def bare_bools_to_true(args: list[str]) -> None:
             args[i] = f"{arg}=true"
 
 
+def path_values_taken_for_tests(args: list[str]) -> str | None:
+    """The first `--option VALUE` (apart) whose VALUE is an existing path, as `--option=VALUE`.
+
+    pytest chooses its rootdir and configuration file from the command line's
+    paths before it loads this plugin; it then reads such a VALUE as a test
+    path, and when that lies outside the project it loses the project's
+    configuration (test paths, options) without a word.
+    """
+    valued = {f"--{CLI_NAMES.get(n, n)}" for n, (kind, _d, _h) in _FLAGS.items() if kind != "bool"}
+    for arg, value in zip(args, args[1:]):
+        if arg == "--":
+            break
+        if arg in valued and not value.startswith("-") and os.path.exists(value):
+            return f"{arg}={value}"
+    return None
+
+
 @dataclass(frozen=True)
 class Options:
     gateway_class: str | None
@@ -269,6 +286,8 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         if not existing.is_dir() or not os.access(existing, os.W_OK):
             raise OptionError(f"--results-dir={results_dir}: cannot create it ({existing} is not a writable directory)")
     kubeconfig = values["kubeconfig"] or os.environ.get("KUBECONFIG") or None
+    if kubeconfig:
+        kubeconfig = os.path.expanduser(kubeconfig)  # `--kubeconfig=~/...` reaches us unexpanded
     if values["context"] and not kubeconfig:
         raise OptionError("--context needs a kubeconfig: pass --kubeconfig or set KUBECONFIG")
     if values["implementation-command"] and kubeconfig:

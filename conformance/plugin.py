@@ -35,6 +35,10 @@ SESSION = pytest.StashKey[SuiteSession]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     options.bare_bools_to_true(args)  # called for installed plugins, before the command line is parsed
+    joined = options.path_values_taken_for_tests(args)
+    if joined and early_config.inipath is None:
+        raise pytest.UsageError(f"write {joined} with '=': given apart, pytest took {joined.split('=', 1)[1]} "
+                                "for a test path and lost the suite's configuration")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -228,24 +232,34 @@ def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
                          "metadata": {"name": name, "labels": dict(MANAGED_BY)},
                          "spec": {"controllerName": REFERENCE_CONTROLLER}})
             created = True
-    if kube.get("gateway.networking.k8s.io/v1", "GatewayClass", name) is None:
+    found = kube.get("gateway.networking.k8s.io/v1", "GatewayClass", name)
+    if found is None:
         pytest.exit(f"GatewayClass {name!r} does not exist on the cluster; install your implementation "
                     "or pass --gateway-class with an existing class", returncode=EXIT_USAGE)
-    wait_for(kube, "gateway.networking.k8s.io/v1", "GatewayClass", name, None,
-             lambda o: o is not None and _condition_true(o, "Accepted"),
-             timeout=timeouts.GWCMustBeAccepted, what=f"GatewayClass {name} to be Accepted",
-             expected="status.conditions Accepted=True")
+    try:
+        wait_for(kube, "gateway.networking.k8s.io/v1", "GatewayClass", name, None,
+                 lambda o: o is not None and _condition_true(o, "Accepted"),
+                 timeout=timeouts.GWCMustBeAccepted, what=f"GatewayClass {name} to be Accepted",
+                 expected="status.conditions Accepted=True")
+    except WaitTimeout:
+        # No status test can pass: say so once, rather than once per test.
+        pytest.exit(f"GatewayClass {name!r} was not Accepted within {timeouts.GWCMustBeAccepted:g}s; is its "
+                    f"controller ({found['spec'].get('controllerName')}) running, and is it the implementation "
+                    "under test?", returncode=EXIT_USAGE)
     yield name
     if created and opts.cleanup_base_resources:
         kube.delete("gateway.networking.k8s.io/v1", "GatewayClass", name)
 
 
 @pytest.fixture
-def topology(kube, namespace, gateway_class, api_revision, timeouts):
+def topology(suite: SuiteSession, kube, namespace, gateway_class, api_revision, timeouts):
     """Apply and watch status-test objects in the test's own namespace."""
     from .topology import Topology
 
-    return Topology(kube, namespace, gateway_class, api_revision, timeouts)
+    alive = suite.check_implementation if suite.started_implementation else None
+    if alive is not None:
+        alive()  # fail at once, not after a wait's whole timeout
+    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

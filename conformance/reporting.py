@@ -369,6 +369,14 @@ class ReportPlugin:
         core = profile.core
         self.lines.append(f"{profile.name} core: {core.result} (Passed {len(core.passed)}, Failed {len(core.failed)}, "
                           f"Skipped {len(core.skipped)})" + (f"; {'; '.join(notes)}" if notes else ""))
+        # Whose problem each failure is: the implementation's, or the environment's.
+        per_category: dict[str, int] = defaultdict(int)
+        for key, rec in self.records.items():
+            cat = results.categorize(outcomes[key][0], rec.assertion, rec.text)
+            if cat is not None:
+                per_category[cat.name] += 1
+        if per_category:
+            self.lines.append("Failures by category: " + "; ".join(f"{name}: {n}" for name, n in per_category.items()))
 
         # The ConformanceReport.
         missing = cr.missing_metadata(implementation)

@@ -82,6 +82,7 @@ CATEGORIES: tuple[Category, ...] = (
              "a single API request got no answer in time"),
     Category("Environment: implementation not ready", ENVIRONMENT, ("failed", "broken"),
              r"GatewayClass \S+ to be Accepted|does not exist on the cluster|cannot start the implementation|"
+             r"the implementation under test exited|"
              r"CRD .*is not installed",
              "the implementation under test was not installed, not running, or its GatewayClass never got Accepted"),
     Category("Environment: cleanup timed out", ENVIRONMENT, ("failed", "broken"),

@@ -28,11 +28,15 @@ from .cluster.embedded import ClusterError
 from .cluster.provider import EmbeddedManager, UserClusterManager
 from .kube import ApiError, Kube
 from .options import Options
-from .wait import wait_for
+from .wait import retrying, wait_for
 
 EXIT_ENVIRONMENT = 3  # the cluster cannot be used
 EXIT_USAGE = 4  # pytest's own code for bad input
 MANAGED_BY = {"app.kubernetes.io/managed-by": "inferencepool-conformance"}
+
+
+class ImplementationExited(RuntimeError):
+    """The implementation the suite started is gone: no test that needs it can pass."""
 
 
 def _die_with_parent() -> None:
@@ -51,10 +55,12 @@ class SuiteSession:
         self.revision_line: str | None = None
         self.revision_mismatch: str | None = None
         self._implementation: subprocess.Popen | None = None
+        self._implementation_log: Path | None = None
         self.kubernetes_version: str | None = None
         self.run_id = secrets.token_hex(3)
         self._base_namespace: str | None = None
         self._deleting: list[str] = []
+        self._unsure: list[str] = []  # namespaces whose create got no answer
         self._features: frozenset[str] | None = None
 
     # -- cluster -------------------------------------------------------------
@@ -193,10 +199,16 @@ class SuiteSession:
     def create_namespace(self, stem: str) -> str:
         """A new namespace labelled as the suite's (plus --namespace-labels/-annotations)."""
         name = f"ipc-{stem[:40].strip('-')}-{secrets.token_hex(3)}"
-        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": name,
-            "labels": {**self.opts.namespace_labels, **MANAGED_BY, "inferencepool-conformance/run": self.run_id},
-            "annotations": dict(self.opts.namespace_annotations)}})
+        try:
+            self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": name,
+                "labels": {**self.opts.namespace_labels, **MANAGED_BY, "inferencepool-conformance/run": self.run_id},
+                "annotations": dict(self.opts.namespace_annotations)}})
+        except Exception:
+            # The request may have reached the API server before the connection
+            # broke: the namespace may exist, and is ours to delete at the end.
+            self._unsure.append(name)
+            raise
         return name
 
     def delete_namespace(self, name: str) -> None:
@@ -208,14 +220,21 @@ class SuiteSession:
         """
         kube = self.kube
         created = kube.created.pop(name, [])
+        # A delete is safe to repeat: retry it through a restarting API server.
+        deadline = time.monotonic() + self.opts.timeouts.DeleteTimeout
         for api_version, kind, obj_name in reversed(created):
-            kube.delete(api_version, kind, obj_name, name)
+            for attempt in retrying(deadline):
+                with attempt:
+                    kube.delete(api_version, kind, obj_name, name)
         for api_version, kind, obj_name in reversed(created):
             wait_for(kube, api_version, kind, obj_name, name, lambda o: o is None,
                      timeout=self.opts.timeouts.DeleteTimeout, what=f"{kind} {name}/{obj_name} to be deleted",
                      expected="the object is gone")
-        kube.delete("v1", "Namespace", name)
-        self._deleting.append(name)
+        for attempt in retrying(time.monotonic() + self.opts.timeouts.DeleteTimeout):
+            with attempt:
+                gone = not kube.delete("v1", "Namespace", name)
+        if not gone:
+            self._deleting.append(name)
 
     def wait_namespaces_gone(self) -> None:
         while self._deleting:
@@ -239,8 +258,8 @@ class SuiteSession:
         assert self.manager is not None and self.manager.kubeconfig is not None
         argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)).replace("{api_revision}", self.revision.name)
                 for a in shlex.split(command)]
-        log = Path(self.manager.kubeconfig).parent / "implementation.log"
-        with open(log, "wb") as out:
+        self._implementation_log = Path(self.manager.kubeconfig).parent / "implementation.log"
+        with open(self._implementation_log, "wb") as out:
             try:
                 # PR_SET_PDEATHSIG fires when the forking *thread* ends, so only from the main thread.
                 main = threading.current_thread() is threading.main_thread()
@@ -250,8 +269,20 @@ class SuiteSession:
             except OSError as e:
                 pytest.exit(f"cannot start the implementation ({argv[0]}): {e.strerror}", returncode=EXIT_USAGE)
 
-    def implementation_exited(self) -> int | None:
-        return None if self._implementation is None else self._implementation.poll()
+    @property
+    def started_implementation(self) -> bool:
+        return self._implementation is not None
+
+    def check_implementation(self) -> None:
+        """Raise ImplementationExited when the implementation the suite started has exited."""
+        code = None if self._implementation is None else self._implementation.poll()
+        if code is None:
+            return
+        assert self._implementation_log is not None
+        tail = self._implementation_log.read_text(errors="replace").strip().splitlines()[-10:]
+        raise ImplementationExited(
+            f"the implementation under test exited with code {code} during the run; tests that need it "
+            "cannot pass (its last log lines follow)\n" + "\n".join(tail))
 
     # -- teardown --------------------------------------------------------------
 
@@ -259,6 +290,9 @@ class SuiteSession:
         try:
             if self._base_namespace is not None and self.opts.cleanup_base_resources:
                 self.delete_namespace(self._base_namespace)
+            for name in self._unsure:
+                if self.opts.cleanup_test_resources:
+                    self.delete_namespace(name)
             # An embedded cluster is thrown away whole: no need to watch it tidy up.
             if self._kube is not None and not self.opts.embedded:
                 self.wait_namespaces_gone()

@@ -8,6 +8,7 @@ cleanup by the namespace fixture.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import yaml
 
@@ -44,6 +45,9 @@ class Topology:
     gateway_class: str
     revision: Revision
     timeouts: TimeoutConfig
+    # Raises when the implementation the suite started has exited, so that no
+    # wait for its status runs out its whole timeout.
+    implementation_alive: Callable[[], None] | None = None
 
     def apply_file(self, name: str, *, skip: tuple[str, ...] = ()) -> None:
         """Apply the file's objects, leaving out those whose `Kind/name` is in `skip`."""
@@ -110,7 +114,8 @@ class Topology:
     def wait_pool(self, predicate, expected: str, pool: str = "pool", timeout: float | None = None) -> dict | None:
         return wait_for(self.kube, POOL_API, "InferencePool", pool, self.namespace, predicate,
                         timeout=timeout or self.timeouts.InferencePoolMustHaveCondition,
-                        what=f"InferencePool {self.namespace}/{pool}", expected=expected)
+                        what=f"InferencePool {self.namespace}/{pool}", expected=expected,
+                        guard=self.implementation_alive)
 
     def wait_pool_condition(self, ctype: str, status: str, reason: str | None = None, *,
                             gateway: str = "gateway", pool: str = "pool") -> dict:
@@ -131,4 +136,5 @@ class Topology:
                         timeout=self.timeouts.HTTPRouteMustHaveCondition,
                         what=f"HTTPRoute {self.namespace}/{route}",
                         expected=f"status.parents entry for Gateway {gateway} with {ctype}={status}"
-                                 + (f" reason {reason}" if reason else ""))
+                                 + (f" reason {reason}" if reason else ""),
+                        guard=self.implementation_alive)

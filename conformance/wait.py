@@ -21,6 +21,7 @@ from .kube import ApiError, Kube
 
 Predicate = Callable[[dict | None], bool]
 log = logging.getLogger("conformance.wait")  # shown with --conformance-debug
+GUARD_INTERVAL = 2  # seconds a watch runs before a wait's guard is asked again
 
 
 def trim(obj: dict | None) -> dict | None:
@@ -71,8 +72,13 @@ def retrying(deadline: float) -> tenacity.Retrying:
 
 
 def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str | None,
-             predicate: Predicate, *, timeout: float, what: str, expected: str) -> dict | None:
-    """Return the object (None if absent) as soon as `predicate` holds for it."""
+             predicate: Predicate, *, timeout: float, what: str, expected: str,
+             guard: Callable[[], None] | None = None) -> dict | None:
+    """Return the object (None if absent) as soon as `predicate` holds for it.
+
+    `guard`, if given, is called every GUARD_INTERVAL seconds at most and raises
+    when waiting on is pointless (the implementation that would act has exited).
+    """
     start = time.monotonic()
     deadline = start + timeout
     log.debug("waiting up to %gs for %s: %s", timeout, what, expected)
@@ -80,6 +86,8 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
     state: dict = {"last": None, "problem": ""}
 
     def once() -> dict | None | bool:
+        if guard is not None:
+            guard()
         listed = kube.list(api_version, kind, namespace, field_selector=selector)
         items = listed.get("items") or []
         state["last"] = items[0] if items else None
@@ -89,8 +97,9 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
+        window = int(remaining) + 1 if guard is None else min(int(remaining) + 1, GUARD_INTERVAL)
         for event in kube.watch(api_version, kind, namespace, resource_version=rv,
-                                field_selector=selector, timeout_seconds=int(remaining) + 1):
+                                field_selector=selector, timeout_seconds=window):
             etype, obj = event.get("type"), event.get("object") or {}
             if etype == "BOOKMARK":
                 continue

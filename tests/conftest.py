@@ -18,3 +18,21 @@ def cluster():
 @pytest.fixture(scope="module")
 def kube(cluster):
     return Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+
+
+@pytest.fixture
+def live_cluster(tmp_path):
+    """(cluster, kube): an embedded cluster of the test's own, with the reference GatewayClass and
+    the reference implementation running against it the way its user runs it."""
+    from conformance.revisions import DEFAULT
+
+    from .suite_run import reference_gateway_class, start_reference, stop
+
+    with EmbeddedCluster(crd_paths=REVISIONS[DEFAULT].embedded_crds) as c:
+        admin = Kube(config.new_client_from_config(config_file=str(c.kubeconfig)))
+        reference_gateway_class(admin)
+        implementation = start_reference(c.kubeconfig, tmp_path / "implementation.log", DEFAULT)
+        try:
+            yield c, admin
+        finally:
+            stop(implementation)

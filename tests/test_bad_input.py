@@ -2,10 +2,19 @@
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes import config
+
+from conformance.cluster.embedded import EmbeddedCluster
+from conformance.kube import Kube
+from conformance.revisions import GATEWAY_API_CRDS, REVISIONS
+
+from .crd_swap import install, uninstall
+from .suite_run import SUITE_LABEL
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -81,8 +90,19 @@ def test_bad_option(files, args, message):
     assert "passed" not in result.stdout
 
 
+def test_path_value_given_apart_is_named(files):
+    """`--kubeconfig PATH` outside the checkout would make pytest lose the suite's configuration."""
+    result = run_suite("--kubeconfig", str(files / "kubeconfig"), timeout=60)
+    assert result.returncode == 4, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+    assert errors == [f"ERROR: write --kubeconfig={files / 'kubeconfig'} with '=': given apart, pytest took "
+                      f"{files / 'kubeconfig'} for a test path and lost the suite's configuration"], result.stderr
+
+
 def test_unreachable_cluster_is_one_line_within_seconds(files):
+    started = time.monotonic()
     result = run_suite(f"--kubeconfig={files / 'kubeconfig'}", "conformance/tests/test_schema.py", timeout=30)
+    assert time.monotonic() - started < 10, "the unreachable cluster took 10 s or more to report"
     assert result.returncode == 3, result.stdout + result.stderr
     assert "cannot reach https://127.0.0.1:1" in result.stdout
     assert " passed" not in result.stdout
@@ -105,3 +125,45 @@ def test_gateway_class_that_does_not_exist():
     result = run_suite("--gateway-class=no-such-class", "conformance/tests/test_pool_accepted.py")
     assert result.returncode == 4, result.stdout + result.stderr
     assert "GatewayClass 'no-such-class' does not exist" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def bare_cluster():
+    """A cluster with the Gateway API CRDs and no InferencePool CRD; the tests add what they need."""
+    with EmbeddedCluster(crd_paths=[GATEWAY_API_CRDS]) as c:
+        yield c, Kube(config.new_client_from_config(config_file=str(c.kubeconfig)))
+
+
+def test_crd_of_no_known_revision(bare_cluster):
+    cluster, kube = bare_cluster
+    crd = yaml.safe_load(REVISIONS["seed"].crd.read_text())
+    # A revision of its own: conditions that default to a type no known revision uses.
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    status["properties"]["parent"]["items"]["properties"]["conditions"]["default"][0]["type"] = "Pending"
+    assert install(kube, crd) is None
+    try:
+        result = run_suite(f"--kubeconfig={cluster.kubeconfig}", "conformance/tests/test_schema.py")
+        assert result.returncode == 4, result.stdout + result.stderr
+        assert "the installed InferencePool CRD matches no known API revision" in result.stdout
+        assert " passed" not in result.stdout
+        assert kube.list("v1", "Namespace", None, label_selector=SUITE_LABEL)["items"] == []  # nothing applied
+    finally:
+        uninstall(kube)
+
+
+def test_gateway_class_of_a_controller_that_is_not_running(bare_cluster):
+    cluster, kube = bare_cluster
+    assert install(kube, yaml.safe_load(REVISIONS["seed"].crd.read_text())) is None
+    kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                 "metadata": {"name": "nobodys"}, "spec": {"controllerName": "example.com/not-running"}})
+    try:
+        result = run_suite(f"--kubeconfig={cluster.kubeconfig}", "--gateway-class=nobodys",
+                           "--timeout-config-overrides=GWCMustBeAccepted:3",
+                           "conformance/tests/test_pool_accepted.py")
+        assert result.returncode == 4, result.stdout + result.stderr
+        assert ("GatewayClass 'nobodys' was not Accepted within 3s; is its controller (example.com/not-running) "
+                "running") in result.stdout
+        assert " passed" not in result.stdout
+    finally:
+        kube.delete("gateway.networking.k8s.io/v1", "GatewayClass", "nobodys")
+        uninstall(kube)

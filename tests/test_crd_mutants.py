@@ -21,14 +21,12 @@ busy two-core machine: 6m53s with one cluster, 5m17s with two.
 from __future__ import annotations
 
 import os
-import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,18 +35,16 @@ import yaml
 from kubernetes import config
 
 from conformance.cluster.embedded import EmbeddedCluster
-from conformance.kube import ApiError, Kube
-from conformance.revisions import CRD_NAME, GATEWAY_API_CRDS, REVISIONS
-from conformance.wait import wait_for
+from conformance.kube import Kube
+from conformance.revisions import GATEWAY_API_CRDS, REVISIONS
 
 from . import crd_mutants
+from .crd_swap import install
+from .suite_run import on_free_workers, show, started_clusters
 
 REPO = Path(__file__).resolve().parents[1]
 CRD_FILE = REVISIONS["seed"].crd
 TIER = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
-CRD_API = "apiextensions.k8s.io/v1"
-GROUP_VERSION = "/apis/inference.networking.x-k8s.io/v1alpha2"
-INSTALL_TIMEOUT = 60.0
 RUN_TIMEOUT = 600.0
 WORKERS = 2
 
@@ -61,60 +57,6 @@ class Outcome:
     detail: str  # the first failing test, or why the CRD was refused
     seconds: float
 
-
-# -- installing a CRD -----------------------------------------------------------
-
-
-def _served(kube: Kube) -> bool:
-    try:
-        body = kube.request("GET", GROUP_VERSION, timeout=(5, 5))
-    except ApiError as e:
-        if e.status == 404:
-            return False
-        raise
-    return any(r.get("name") == "inferencepools" for r in (body or {}).get("resources") or [])
-
-
-def _poll(what: str, ready, timeout: float = INSTALL_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    delay = 0.02
-    while not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.25)
-
-
-def uninstall(kube: Kube) -> None:
-    """Delete the InferencePool CRD and wait until neither it nor its API is served."""
-    kube.delete(CRD_API, "CustomResourceDefinition", CRD_NAME)
-    wait_for(kube, CRD_API, "CustomResourceDefinition", CRD_NAME, None, lambda o: o is None,
-             timeout=INSTALL_TIMEOUT, what=f"CRD {CRD_NAME} to be deleted", expected="the CRD is gone")
-    _poll(f"{GROUP_VERSION} to stop being served", lambda: not _served(kube))
-
-
-def install(kube: Kube, crd: dict) -> ApiError | None:
-    """Replace the InferencePool CRD with `crd`; the API server's refusal, or None once it serves it.
-
-    A deleted and re-created CRD gets a new UID, and the API server builds its
-    handler for the new UID from scratch: no request can meet the old schema.
-    """
-    uninstall(kube)
-    body = {k: v for k, v in crd.items() if k != "status"}
-    body["metadata"] = {"name": crd["metadata"]["name"], "annotations": crd["metadata"].get("annotations") or {}}
-    try:
-        kube.create(body)
-    except ApiError as e:
-        if e.status in (400, 422):
-            return e
-        raise
-    wait_for(kube, CRD_API, "CustomResourceDefinition", CRD_NAME, None,
-             lambda o: o is not None and any(c.get("type") == "Established" and c.get("status") == "True"
-                                             for c in (o.get("status") or {}).get("conditions") or []),
-             timeout=INSTALL_TIMEOUT, what=f"CRD {CRD_NAME} to be Established",
-             expected="condition Established=True")
-    _poll(f"{GROUP_VERSION} to be served", lambda: _served(kube))
-    return None
 
 
 # -- running the schema tier ------------------------------------------------------
@@ -133,11 +75,11 @@ def run_tier(kubeconfig: Path, results_dir: Path) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "KUBECONFIG")) and k != "PYTHONBREAKPOINT"}
     argv = [sys.executable, "-m", "pytest", *TIER, "-x", "-q", "-p", "no:cacheprovider",
-            "--kubeconfig", str(kubeconfig), "--allow-crds-mismatch", "--api-revision", "seed",
+            f"--kubeconfig={kubeconfig}", "--allow-crds-mismatch", "--api-revision", "seed",
             # Keep the namespaces: the cluster is thrown away anyway, and waiting for
             # each run's namespaces to finish terminating would double its time.
             "--cleanup-test-resources=false", "--cleanup-base-resources=false",
-            "--results-dir", str(results_dir)]
+            f"--results-dir={results_dir}"]
     done = subprocess.run(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=RUN_TIMEOUT)
     first = _FIRST_FAILURE.search(done.stdout)
@@ -201,35 +143,9 @@ class Worker:
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
     """WORKERS clusters with the Gateway API CRDs only; the InferencePool CRD is installed per mutant."""
-    clusters = [EmbeddedCluster(crd_paths=[GATEWAY_API_CRDS]) for _ in range(WORKERS)]
-    try:
-        with ThreadPoolExecutor(len(clusters)) as pool:
-            list(pool.map(lambda c: c.start(), clusters))
+    with started_clusters(WORKERS, [GATEWAY_API_CRDS]) as clusters:
         yield [Worker(c, Kube(config.new_client_from_config(config_file=str(c.kubeconfig))),
                       tmp_path_factory.mktemp(f"mutant-runs-{i}")) for i, c in enumerate(clusters)]
-    finally:
-        for c in clusters:
-            c.stop()
-
-
-def judge_all(workers: list[Worker], crds: list[dict]) -> list[Outcome]:
-    """Judge every CRD, each worker taking the next one when it is free; outcomes in input order."""
-    free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
-    for w in workers:
-        free.put(w)
-
-    def one(crd: dict) -> Outcome:
-        w = free.get()
-        try:
-            return w.judge(crd)
-        finally:
-            free.put(w)
-
-    pool = ThreadPoolExecutor(len(workers))
-    try:
-        return list(pool.map(one, crds))
-    finally:
-        pool.shutdown(cancel_futures=True)  # after a failure, start no further mutants
 
 
 def test_every_loosened_crd_fails_the_schema_tier(workers, capsys):
@@ -244,7 +160,7 @@ def test_every_loosened_crd_fails_the_schema_tier(workers, capsys):
     baseline = workers[0].judge(crd)
     assert baseline.status == SURVIVED, f"the schema tier fails on the generated CRD itself: {baseline}"
 
-    rows = list(zip([m.name for m in mutants], judge_all(workers, [m.crd for m in mutants])))
+    rows = list(zip([m.name for m in mutants], on_free_workers(workers, [m.crd for m in mutants], Worker.judge)))
     report = table(rows)
     expected = len(mutants) - len(crd_mutants.EQUIVALENT) - len(crd_mutants.REFUSED)
     killed = sum(o.status == KILLED for _, o in rows)
@@ -252,11 +168,7 @@ def test_every_loosened_crd_fails_the_schema_tier(workers, capsys):
                f"({len(mutants)} mutants, {len(crd_mutants.EQUIVALENT)} equivalent, "
                f"{len(crd_mutants.REFUSED)} refused by the API server; {len(workers)} cluster(s); "
                f"baseline {baseline.seconds:.1f}s, total {time.monotonic() - started:.0f}s after start-up)")
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        print(f"\n{report}\n{summary}")  # under xdist a worker's output shows only in its report: use -rP
-    else:
-        with capsys.disabled():
-            print(f"\n{report}\n{summary}")
+    show(capsys, f"\n{report}\n{summary}")
 
     problems = []
     for name, o in rows:

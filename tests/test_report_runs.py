@@ -23,6 +23,7 @@ from kubernetes import config as k8s_config
 from conformance import report
 from conformance.kube import Kube
 
+from .suite_run import SUITE_LABEL
 from .test_html_browser import dump_dom
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,6 +208,10 @@ def test_interrupted_run_still_leaves_a_report(tmp_path, faulty_cluster, profile
     assert "interrupted" in doc["profiles"][0]["summary"] or "did not run" in doc["profiles"][0]["summary"]
     assert "conformance results" in out and (tmp_path / "report.html").is_file()
     assert (tmp_path / "junit.xml").is_file()
+    # Cleanup ran to the end: no namespace of the suite is left on the cluster.
+    kube = Kube(k8s_config.new_client_from_config(config_file=faulty_cluster[0]))
+    left = kube.list("v1", "Namespace", None, label_selector=SUITE_LABEL)
+    assert [ns["metadata"]["name"] for ns in left["items"]] == []
 
 
 def test_run_stopped_by_pytest_exit_still_leaves_a_report(tmp_path, profile):

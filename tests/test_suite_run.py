@@ -10,6 +10,8 @@ import pytest
 
 from conformance.revisions import DEFAULT, NOT_APPLICABLE_PREFIX, REVISIONS
 
+from .suite_run import stop
+
 REPO = Path(__file__).resolve().parents[1]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # The suite's tiers that need only the API server (no implementation).
@@ -55,16 +57,11 @@ def v05_cluster():
         assert kubeconfig, f"cluster up printed no kubeconfig path: {proc.stderr.read() if proc.poll() else ''}"
         yield kubeconfig
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def test_revision_detected_and_wrong_revision_named(v05_cluster):
-    run = [*PYTEST, "--kubeconfig", v05_cluster]
+    run = [*PYTEST, f"--kubeconfig={v05_cluster}"]
     # Detected from the installed CRD: the v0.5 expectations hold.
     detected = subprocess.run([*run, *API_SERVER_TESTS, "-k", "fresh-pool-status or parentRef-name-missing"],
                               cwd=REPO, capture_output=True, text=True, timeout=600)

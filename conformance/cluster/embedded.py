@@ -11,10 +11,10 @@ processes by PID and removes the directory.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -67,6 +67,7 @@ def _kubeconfig(server: str, ca: Path, user: str, cert: pki.KeyPair) -> dict:
 @dataclass
 class _Proc:
     name: str
+    args: list[str]
     popen: subprocess.Popen
     log: Path
 
@@ -76,6 +77,7 @@ class EmbeddedCluster:
     """Start with `start()` or as a context manager; `kubeconfig` is then usable."""
 
     crd_paths: list[Path] = field(default_factory=list)
+    apiserver_args: list[str] = field(default_factory=list)  # more kube-apiserver flags (e.g. an audit log)
     startup_timeout: float = 60.0
     dir: Path | None = None
     kubeconfig: Path | None = None
@@ -110,9 +112,30 @@ class EmbeddedCluster:
     def _start(self, kcp: Path) -> None:
         assert self.dir is not None
         certs = pki.generate(self.dir)
+        deadline = time.monotonic() + self.startup_timeout
+        self._crd_names = [doc["metadata"]["name"] for doc in self._crds()]
+        template = _template_path(kcp, self._crds())
+        if template.is_dir():
+            shutil.copytree(template, self.dir / "etcd")
+            self._boot(kcp, certs, deadline)
+        else:
+            # First start of this binary with these CRDs: bootstrap from nothing,
+            # keep the data as the template for the next starts, and boot again
+            # from it, so that every cluster starts the same way.
+            self._boot(kcp, certs, deadline)
+            for doc in self._crds():
+                self._request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
+            self._wait_ready(deadline)
+            self._shut_down()
+            _save_template(self.dir / "etcd", template)
+            self._boot(kcp, certs, deadline)
+        self._wait_ready(deadline)
+
+    def _boot(self, kcp: Path, certs: pki.ClusterPKI, deadline: float) -> None:
+        """Start etcd on the data in dir/etcd, then kube-apiserver and kube-controller-manager."""
+        assert self.dir is not None
         etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
         self.server = f"https://127.0.0.1:{api_port}"
-
         self._spawn(kcp, "etcd", [
             f"--data-dir={self.dir / 'etcd'}",
             f"--listen-client-url=https://127.0.0.1:{etcd_port}",
@@ -121,7 +144,6 @@ class EmbeddedCluster:
             f"--key-file={certs.etcd_server.key}",
             f"--trusted-ca-file={certs.ca}",
         ])
-        deadline = time.monotonic() + self.startup_timeout
         # kube-apiserver backs off for a second and more when etcd is not there yet.
         self._wait(deadline, "etcd to listen", lambda: _listening(etcd_port))
         self._spawn(kcp, "kube-apiserver", [
@@ -146,13 +168,9 @@ class EmbeddedCluster:
             "--endpoint-reconciler-type=none",
             "--enable-priority-and-fairness=false",
             "--profiling=false",
+            *self.apiserver_args,
         ])
-
-        ctx = ssl.create_default_context(cafile=str(certs.ca))
-        ctx.load_cert_chain(str(certs.admin.cert), str(certs.admin.key))
-        self._ssl = ctx
-        self._wait(deadline, "kube-apiserver /readyz", lambda: self._get("/readyz") is not None)
-
+        # The controller-manager waits for the API server itself.
         cm_kubeconfig = self.dir / "controller-manager.kubeconfig"
         _write_yaml(cm_kubeconfig, _kubeconfig(self.server, certs.ca, "controller-manager", certs.controller_manager))
         self._spawn(kcp, "kube-controller-manager", [
@@ -164,16 +182,28 @@ class EmbeddedCluster:
             f"--root-ca-file={certs.ca}",
             "--use-service-account-credentials=false",
         ])
-
+        ctx = ssl.create_default_context(cafile=str(certs.ca))
+        ctx.load_cert_chain(str(certs.admin.cert), str(certs.admin.key))
+        self._ssl = ctx
         self.kubeconfig = self.dir / "kubeconfig"
         _write_yaml(self.kubeconfig, _kubeconfig(self.server, certs.ca, "admin", certs.admin))
+        self._wait(deadline, "kube-apiserver /readyz", lambda: self._get("/readyz") is not None)
 
-        for path in self.crd_paths:
-            self._install_crds(path)
+    def _wait_ready(self, deadline: float) -> None:
         self._wait(deadline, "the default ServiceAccount",
                    lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default") is not None)
         for name in self._crd_names:
-            self._wait(deadline, f"CRD {name} to be established", lambda n=name: self._established(n))
+            self._wait(deadline, f"CRD {name} to be established and served", lambda n=name: self._served(n))
+
+    def _shut_down(self) -> None:
+        """Stop the components; etcd last and gracefully, so its data is whole."""
+        for proc in reversed(self._procs):
+            if proc.name != "etcd":
+                proc.popen.kill()
+            else:
+                proc.popen.terminate()
+            proc.popen.wait(30)
+        self._procs.clear()
 
     def stop(self) -> None:
         """Stop every process (API server first, etcd last) and remove the directory."""
@@ -199,19 +229,40 @@ class EmbeddedCluster:
     def pids(self) -> list[int]:
         return [p.popen.pid for p in self._procs]
 
+    # -- fault injection (for the suite's robustness tests) ------------------
+
+    def kill(self, component: str) -> None:
+        """SIGKILL one component, as a crash would; `restart` brings it back."""
+        proc = self._proc(component)
+        proc.popen.kill()
+        proc.popen.wait()
+
+    def restart(self, component: str) -> None:
+        """Start a stopped component again with its first arguments, and wait until it serves."""
+        proc = self._proc(component)
+        assert proc.popen.poll() is not None, f"{component} is still running"
+        self._procs.remove(proc)
+        self._spawn(binary.ensure(), component, proc.args)
+        if component == "kube-apiserver":
+            self._wait(time.monotonic() + self.startup_timeout, "kube-apiserver /readyz",
+                       lambda: self._get("/readyz") is not None)
+
+    def _proc(self, component: str) -> _Proc:
+        return next(p for p in self._procs if p.name == component)
+
     # -- helpers -----------------------------------------------------------
 
     def _spawn(self, kcp: Path, component: str, args: list[str]) -> None:
         assert self.dir is not None
         log = self.dir / f"{component}.log"
-        with open(log, "wb") as out:
+        with open(log, "ab") as out:
             popen = subprocess.Popen(
                 [str(kcp), component, *args],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
                 pass_fds=(self._lifeline_read,),
                 env={**os.environ, "KCP_LIFELINE_FD": str(self._lifeline_read)},
             )
-        self._procs.append(_Proc(component, popen, log))
+        self._procs.append(_Proc(component, args, popen, log))
 
     def _check_alive(self) -> None:
         for p in self._procs:
@@ -246,19 +297,49 @@ class EmbeddedCluster:
         except (urllib.error.URLError, ConnectionError, TimeoutError, ssl.SSLError):
             return None
 
-    def _install_crds(self, path: Path) -> None:
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-        for f in files:
-            for doc in yaml.safe_load_all(f.read_text()):
-                if not doc or doc.get("kind") != "CustomResourceDefinition":
-                    continue
-                self._request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
-                self._crd_names.append(doc["metadata"]["name"])
+    def _crds(self) -> list[dict]:
+        docs = []
+        for path in self.crd_paths:
+            for f in (sorted(path.glob("*.yaml")) if path.is_dir() else [path]):
+                docs += [d for d in yaml.safe_load_all(f.read_text())
+                         if d and d.get("kind") == "CustomResourceDefinition"]
+        return docs
 
-    def _established(self, name: str) -> bool:
+    def _served(self, name: str) -> bool:
+        """The CRD is Established and its resource answers a list."""
         crd = self._get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
         conds = (crd or {}).get("status", {}).get("conditions", [])
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+        if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+            return False
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served"))
+        return self._get(f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1") is not None
+
+
+def _template_path(kcp: Path, crds: list[dict]) -> Path:
+    """Where the etcd data of a freshly bootstrapped cluster of this binary, with these CRDs, is kept."""
+    digest = hashlib.sha256(kcp.name.encode())
+    for doc in crds:
+        digest.update(json.dumps(doc, sort_keys=True).encode())
+    return binary.cache_dir() / "etcd-templates" / f"{kcp.name}-{digest.hexdigest()[:16]}"
+
+
+def _save_template(data: Path, template: Path) -> None:
+    """Copy `data` to `template` whole or not at all (other starts may be doing the same)."""
+    template.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=template.parent))
+    try:
+        shutil.copytree(data, tmp / "etcd")
+        os.rename(tmp / "etcd", template)
+    except OSError:
+        if not template.is_dir():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    binary_name = template.name.rsplit("-", 1)[0]
+    for old in template.parent.iterdir():  # templates of other binaries are never used again
+        if not old.name.startswith((binary_name + "-", ".tmp-")):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_yaml(path: Path, data: dict) -> None:
