@@ -38,6 +38,9 @@ _CONTROLLERS = [
 ]
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the Gateway API CRDs are large
+
+
 class ClusterError(RuntimeError):
     """The embedded cluster could not be started; the message says why."""
 
@@ -85,7 +88,7 @@ class EmbeddedCluster:
     _procs: list[_Proc] = field(default_factory=list)
     _lifeline: int | None = None  # write end of the pipe the components watch (see controlplane/lifeline.go)
     _lifeline_read: int | None = None
-    _crd_names: list[str] = field(default_factory=list)
+    _crd_docs: list[dict] = field(default_factory=list)
     _ssl: ssl.SSLContext | None = None
 
     # -- lifecycle ---------------------------------------------------------
@@ -113,8 +116,8 @@ class EmbeddedCluster:
         assert self.dir is not None
         certs = pki.generate(self.dir)
         deadline = time.monotonic() + self.startup_timeout
-        self._crd_names = [doc["metadata"]["name"] for doc in self._crds()]
-        template = _template_path(kcp, self._crds())
+        crds = self._crd_docs = self._crds()
+        template = _template_path(kcp, crds)
         if template.is_dir():
             shutil.copytree(template, self.dir / "etcd")
             self._boot(kcp, certs, deadline)
@@ -123,7 +126,7 @@ class EmbeddedCluster:
             # keep the data as the template for the next starts, and boot again
             # from it, so that every cluster starts the same way.
             self._boot(kcp, certs, deadline)
-            for doc in self._crds():
+            for doc in crds:
                 self._request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
             self._wait_ready(deadline)
             self._shut_down()
@@ -192,8 +195,8 @@ class EmbeddedCluster:
     def _wait_ready(self, deadline: float) -> None:
         self._wait(deadline, "the default ServiceAccount",
                    lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default") is not None)
-        for name in self._crd_names:
-            self._wait(deadline, f"CRD {name} to be established and served", lambda n=name: self._served(n))
+        if self._crd_docs:
+            self._wait(deadline, "the CRDs to be established", self._established)
 
     def _shut_down(self) -> None:
         """Stop the components; etcd last and gracefully, so its data is whole."""
@@ -301,19 +304,17 @@ class EmbeddedCluster:
         docs = []
         for path in self.crd_paths:
             for f in (sorted(path.glob("*.yaml")) if path.is_dir() else [path]):
-                docs += [d for d in yaml.safe_load_all(f.read_text())
+                docs += [d for d in yaml.load_all(f.read_text(), Loader=_Loader)
                          if d and d.get("kind") == "CustomResourceDefinition"]
         return docs
 
-    def _served(self, name: str) -> bool:
-        """The CRD is Established and its resource answers a list."""
-        crd = self._get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-        conds = (crd or {}).get("status", {}).get("conditions", [])
-        if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-            return False
-        spec = crd["spec"]
-        version = next(v["name"] for v in spec["versions"] if v.get("served"))
-        return self._get(f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1") is not None
+    def _established(self) -> bool:
+        """Every CRD of ours is Established (one list: the Gateway API CRDs are large)."""
+        listed = self._get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+        established = {c["metadata"]["name"] for c in (listed or {}).get("items", [])
+                       if any(x["type"] == "Established" and x["status"] == "True"
+                              for x in c.get("status", {}).get("conditions", []))}
+        return all(c["metadata"]["name"] in established for c in self._crd_docs)
 
 
 def _template_path(kcp: Path, crds: list[dict]) -> Path:
