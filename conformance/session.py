@@ -16,7 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from kubernetes import config as k8s_config
@@ -42,6 +44,34 @@ class ImplementationExited(RuntimeError):
 def _die_with_parent() -> None:
     # The implementation gets SIGTERM if pytest dies without stopping it.
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextmanager
+def cleanup_shielded(*, reraise: bool = True) -> Iterator[None]:
+    """Let a Ctrl-C (or SIGTERM) that arrives during cleanup wait until the cleanup is done.
+
+    A second one abandons the cleanup. With `reraise`, a deferred interrupt is
+    raised afterwards, so the run still stops.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def defer(signum, frame):
+        if pending:
+            raise KeyboardInterrupt
+        pending.append(signum)
+        sys.stderr.write("\ninterrupted: finishing the cleanup in progress; interrupt again to abandon it\n")
+
+    previous = {sig: signal.signal(sig, defer) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if pending and reraise:
+        raise KeyboardInterrupt
 
 
 class SuiteSession:
@@ -204,9 +234,9 @@ class SuiteSession:
                 "name": name,
                 "labels": {**self.opts.namespace_labels, **MANAGED_BY, "inferencepool-conformance/run": self.run_id},
                 "annotations": dict(self.opts.namespace_annotations)}})
-        except Exception:
-            # The request may have reached the API server before the connection
-            # broke: the namespace may exist, and is ours to delete at the end.
+        except BaseException:  # a lost connection, or Ctrl-C in the middle of the request
+            # The request may have reached the API server: the namespace may
+            # exist, and is ours to delete at the end.
             self._unsure.append(name)
             raise
         return name
@@ -218,6 +248,10 @@ class SuiteSession:
         namespace controller holds every deletion for 5 s, and namespaces are
         never reused, so no test waits on another's.
         """
+        with cleanup_shielded():
+            self._delete_namespace(name)
+
+    def _delete_namespace(self, name: str) -> None:
         kube = self.kube
         created = kube.created.pop(name, [])
         # A delete is safe to repeat: retry it through a restarting API server.
@@ -287,12 +321,16 @@ class SuiteSession:
     # -- teardown --------------------------------------------------------------
 
     def close(self) -> None:
+        with cleanup_shielded(reraise=False):  # the run is ending anyway
+            self._close()
+
+    def _close(self) -> None:
         try:
             if self._base_namespace is not None and self.opts.cleanup_base_resources:
-                self.delete_namespace(self._base_namespace)
+                self._delete_namespace(self._base_namespace)
             for name in self._unsure:
                 if self.opts.cleanup_test_resources:
-                    self.delete_namespace(name)
+                    self._delete_namespace(name)
             # An embedded cluster is thrown away whole: no need to watch it tidy up.
             if self._kube is not None and not self.opts.embedded:
                 self.wait_namespaces_gone()
