@@ -10,6 +10,7 @@ trips). Every write goes through `create`, `apply`, `patch`, `replace` or
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -18,6 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 FIELD_MANAGER = "inferencepool-conformance"
+TOO_MANY_REQUESTS_RETRY = 10.0  # seconds a request answered 429 is retried
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,24 @@ class Kube:
     def request(self, method: str, path: str, *, body: Any = None, query: list | None = None,
                 content_type: str = "application/json", timeout: Any = 30,
                 stream: bool = False) -> Any:
-        """One HTTP round trip; the decoded body, or the open response when `stream`."""
+        """One HTTP round trip; the decoded body, or the open response when `stream`.
+
+        A 429 (the API server throttling, or a resource whose cache is still
+        filling) was not acted on, so it is retried for a while, as client-go does.
+        """
+        deadline = time.monotonic() + TOO_MANY_REQUESTS_RETRY
+        delay = 0.05
+        while True:
+            try:
+                return self._request_once(method, path, body, query, content_type, timeout, stream)
+            except ApiError as e:
+                if e.status != 429 or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def _request_once(self, method: str, path: str, body: Any, query: list | None, content_type: str,
+                      timeout: Any, stream: bool) -> Any:
         method, url, headers, body, _ = self.api.param_serialize(
             method, path, query_params=list(query or []),
             header_params={"Accept": "application/json", "Content-Type": content_type},

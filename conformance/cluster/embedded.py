@@ -19,6 +19,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -39,6 +40,18 @@ _CONTROLLERS = [
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the Gateway API CRDs are large
+
+# Two of kube-apiserver's post-start hooks only create objects: the default RBAC
+# roles and the system priority classes. Each sleeps a whole second before its
+# first try (wait.Poll), which is a third of a start. On data from the
+# template they have nothing left to create: readiness is /readyz without
+# them, plus a look at one object of each (the hooks still run, and reconcile).
+_BOOTSTRAPPED = {
+    "poststarthook/rbac/bootstrap-roles": "/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin",
+    "poststarthook/scheduling/bootstrap-system-priority-classes":
+        "/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical",
+}
+_READYZ_BOOTSTRAPPED = "/readyz?" + "&".join(f"exclude={hook}" for hook in _BOOTSTRAPPED)
 
 
 class ClusterError(RuntimeError):
@@ -120,7 +133,7 @@ class EmbeddedCluster:
         template = _template_path(kcp, crds)
         if template.is_dir():
             shutil.copytree(template, self.dir / "etcd")
-            self._boot(kcp, certs, deadline)
+            self._boot(kcp, certs, deadline, bootstrapped=True)
         else:
             # First start of this binary with these CRDs: bootstrap from nothing,
             # keep the data as the template for the next starts, and boot again
@@ -131,11 +144,15 @@ class EmbeddedCluster:
             self._wait_ready(deadline)
             self._shut_down()
             _save_template(self.dir / "etcd", template)
-            self._boot(kcp, certs, deadline)
+            self._boot(kcp, certs, deadline, bootstrapped=True)
         self._wait_ready(deadline)
 
-    def _boot(self, kcp: Path, certs: pki.ClusterPKI, deadline: float) -> None:
-        """Start etcd on the data in dir/etcd, then kube-apiserver and kube-controller-manager."""
+    def _boot(self, kcp: Path, certs: pki.ClusterPKI, deadline: float, bootstrapped: bool = False) -> None:
+        """Start etcd on the data in dir/etcd, then kube-apiserver and kube-controller-manager.
+
+        `bootstrapped`: the data already holds what the API server's bootstrap
+        hooks create (see _BOOTSTRAPPED).
+        """
         assert self.dir is not None
         etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
         self.server = f"https://127.0.0.1:{api_port}"
@@ -190,13 +207,26 @@ class EmbeddedCluster:
         self._ssl = ctx
         self.kubeconfig = self.dir / "kubeconfig"
         _write_yaml(self.kubeconfig, _kubeconfig(self.server, certs.ca, "admin", certs.admin))
-        self._wait(deadline, "kube-apiserver /readyz", lambda: self._get("/readyz") is not None)
+        if bootstrapped:
+            self._wait(deadline, "kube-apiserver /readyz", lambda: self._get(_READYZ_BOOTSTRAPPED) is not None)
+            for path in _BOOTSTRAPPED.values():
+                if self._get(path) is None:
+                    raise ClusterError(f"the etcd data template lacks {path}; delete {binary.cache_dir()} "
+                                       "/etcd-templates and start again")
+        else:
+            self._wait(deadline, "kube-apiserver /readyz", lambda: self._get("/readyz") is not None)
 
     def _wait_ready(self, deadline: float) -> None:
         self._wait(deadline, "the default ServiceAccount",
                    lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default") is not None)
         if self._crd_docs:
             self._wait(deadline, "the CRDs to be established", self._established)
+        # A custom resource answers 429 ("storage is (re)initializing") until its watch
+        # cache is filled, which the first request for it starts. Clients retry a 429
+        # (client-go does, and so does the suite); ask for each once now, on the side,
+        # so that the caches fill while the caller gets going.
+        paths = [f"{_collection(crd)}?limit=1" for crd in self._crd_docs]
+        threading.Thread(target=lambda: [self._get(p) for p in paths], daemon=True).start()
 
     def _shut_down(self) -> None:
         """Stop the components; etcd last and gracefully, so its data is whole."""
@@ -315,6 +345,12 @@ class EmbeddedCluster:
                        if any(x["type"] == "Established" and x["status"] == "True"
                               for x in c.get("status", {}).get("conditions", []))}
         return all(c["metadata"]["name"] in established for c in self._crd_docs)
+
+
+def _collection(crd: dict) -> str:
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served"))
+    return f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
 
 
 def _template_path(kcp: Path, crds: list[dict]) -> Path:
