@@ -40,6 +40,7 @@ _CONTROLLERS = [
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the Gateway API CRDs are large
+_CRDS_SEEN = "crds.json"  # in a template: the CRDs' names and collection paths
 
 # Two of kube-apiserver's post-start hooks only create objects: the default RBAC
 # roles and the system priority classes. Each sleeps a whole second before its
@@ -101,7 +102,7 @@ class EmbeddedCluster:
     _procs: list[_Proc] = field(default_factory=list)
     _lifeline: int | None = None  # write end of the pipe the components watch (see controlplane/lifeline.go)
     _lifeline_read: int | None = None
-    _crd_docs: list[dict] = field(default_factory=list)
+    _crd_refs: list[tuple[str, str]] = field(default_factory=list)  # (CRD name, its collection's path)
     _ssl: ssl.SSLContext | None = None
 
     # -- lifecycle ---------------------------------------------------------
@@ -129,21 +130,26 @@ class EmbeddedCluster:
         assert self.dir is not None
         certs = pki.generate(self.dir)
         deadline = time.monotonic() + self.startup_timeout
-        crds = self._crd_docs = self._crds()
-        template = _template_path(kcp, crds)
-        if template.is_dir():
-            shutil.copytree(template, self.dir / "etcd")
+        files = self._crd_files()
+        template = _template_path(kcp, files)
+        if (template / _CRDS_SEEN).is_file():
+            # The CRDs as names and collection paths: parsing the large YAML again would cost more.
+            self._crd_refs = [tuple(ref) for ref in json.loads((template / _CRDS_SEEN).read_text())]
+            shutil.copytree(template / "etcd", self.dir / "etcd")
             self._boot(kcp, certs, deadline, bootstrapped=True)
         else:
             # First start of this binary with these CRDs: bootstrap from nothing,
             # keep the data as the template for the next starts, and boot again
             # from it, so that every cluster starts the same way.
+            crds = [d for f in files for d in yaml.load_all(f.read_text(), Loader=_Loader)
+                    if d and d.get("kind") == "CustomResourceDefinition"]
+            self._crd_refs = [(d["metadata"]["name"], _collection(d)) for d in crds]
             self._boot(kcp, certs, deadline)
             for doc in crds:
                 self._request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
             self._wait_ready(deadline)
             self._shut_down()
-            _save_template(self.dir / "etcd", template)
+            _save_template(self.dir / "etcd", self._crd_refs, template)
             self._boot(kcp, certs, deadline, bootstrapped=True)
         self._wait_ready(deadline)
 
@@ -219,13 +225,13 @@ class EmbeddedCluster:
     def _wait_ready(self, deadline: float) -> None:
         self._wait(deadline, "the default ServiceAccount",
                    lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default") is not None)
-        if self._crd_docs:
+        if self._crd_refs:
             self._wait(deadline, "the CRDs to be established", self._established)
         # A custom resource answers 429 ("storage is (re)initializing") until its watch
         # cache is filled, which the first request for it starts. Clients retry a 429
         # (client-go does, and so does the suite); ask for each once now, on the side,
         # so that the caches fill while the caller gets going.
-        paths = [f"{_collection(crd)}?limit=1" for crd in self._crd_docs]
+        paths = [f"{collection}?limit=1" for _, collection in self._crd_refs]
         threading.Thread(target=lambda: [self._get(p) for p in paths], daemon=True).start()
 
     def _shut_down(self) -> None:
@@ -330,13 +336,8 @@ class EmbeddedCluster:
         except (urllib.error.URLError, ConnectionError, TimeoutError, ssl.SSLError):
             return None
 
-    def _crds(self) -> list[dict]:
-        docs = []
-        for path in self.crd_paths:
-            for f in (sorted(path.glob("*.yaml")) if path.is_dir() else [path]):
-                docs += [d for d in yaml.load_all(f.read_text(), Loader=_Loader)
-                         if d and d.get("kind") == "CustomResourceDefinition"]
-        return docs
+    def _crd_files(self) -> list[Path]:
+        return [f for path in self.crd_paths for f in (sorted(path.glob("*.yaml")) if path.is_dir() else [path])]
 
     def _established(self) -> bool:
         """Every CRD of ours is Established (one list: the Gateway API CRDs are large)."""
@@ -344,7 +345,7 @@ class EmbeddedCluster:
         established = {c["metadata"]["name"] for c in (listed or {}).get("items", [])
                        if any(x["type"] == "Established" and x["status"] == "True"
                               for x in c.get("status", {}).get("conditions", []))}
-        return all(c["metadata"]["name"] in established for c in self._crd_docs)
+        return all(name in established for name, _ in self._crd_refs)
 
 
 def _collection(crd: dict) -> str:
@@ -353,29 +354,32 @@ def _collection(crd: dict) -> str:
     return f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
 
 
-def _template_path(kcp: Path, crds: list[dict]) -> Path:
+def _template_path(kcp: Path, crd_files: list[Path]) -> Path:
     """Where the etcd data of a freshly bootstrapped cluster of this binary, with these CRDs, is kept."""
     digest = hashlib.sha256(kcp.name.encode())
-    for doc in crds:
-        digest.update(json.dumps(doc, sort_keys=True).encode())
+    for f in crd_files:
+        digest.update(f.read_bytes())
     return binary.cache_dir() / "etcd-templates" / f"{kcp.name}-{digest.hexdigest()[:16]}"
 
 
-def _save_template(data: Path, template: Path) -> None:
-    """Copy `data` to `template` whole or not at all (other starts may be doing the same)."""
+def _save_template(data: Path, crd_refs: list[tuple[str, str]], template: Path) -> None:
+    """Copy `data` (and what the CRDs are) to `template`, whole or not at all: other starts may
+    be doing the same."""
     template.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=template.parent))
     try:
-        shutil.copytree(data, tmp / "etcd")
-        os.rename(tmp / "etcd", template)
+        shutil.copytree(data, tmp / "template" / "etcd")
+        (tmp / "template" / _CRDS_SEEN).write_text(json.dumps(crd_refs))
+        os.rename(tmp / "template", template)
     except OSError:
         if not template.is_dir():
             raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     binary_name = template.name.rsplit("-", 1)[0]
-    for old in template.parent.iterdir():  # templates of other binaries are never used again
-        if not old.name.startswith((binary_name + "-", ".tmp-")):
+    for old in template.parent.iterdir():  # templates of other binaries, or of older layouts, are never used
+        if not old.name.startswith(".tmp-") and (not old.name.startswith(binary_name + "-")
+                                                 or not (old / _CRDS_SEEN).is_file()):
             shutil.rmtree(old, ignore_errors=True)
 
 
