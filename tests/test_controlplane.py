@@ -98,15 +98,13 @@ def test_default_service_account_exists(kube):
 
 
 def test_start_stop_leaves_nothing_behind():
-    before_tmp = set(Path("/tmp").glob("ipc-cluster-*"))
     c = EmbeddedCluster().start()
     pids, directory, server = c.pids, c.dir, c.server
     assert len(pids) == 3 and all(_alive(p) for p in pids)
     c.stop()
     assert not any(_alive(p) for p in pids)
     assert not directory.exists()
-    assert not _port_open(server)
-    assert set(Path("/tmp").glob("ipc-cluster-*")) == before_tmp
+    assert not _port_open(server)  # (other tests' clusters may come and go meanwhile: only ours is checked)
 
 
 def test_two_clusters_at_once():

@@ -344,7 +344,7 @@ class EmbeddedCluster:
         listed = self._get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
         established = {c["metadata"]["name"] for c in (listed or {}).get("items", [])
                        if any(x["type"] == "Established" and x["status"] == "True"
-                              for x in c.get("status", {}).get("conditions", []))}
+                              for x in (c.get("status") or {}).get("conditions") or [])}
         return all(name in established for name, _ in self._crd_refs)
 
 
