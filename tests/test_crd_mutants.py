@@ -20,7 +20,6 @@ busy two-core machine: 6m53s with one cluster, 5m17s with two.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -40,9 +39,8 @@ from conformance.revisions import GATEWAY_API_CRDS, REVISIONS
 
 from . import crd_mutants
 from .crd_swap import install
-from .suite_run import on_free_workers, show, started_clusters
+from .suite_run import REPO, clean_env, on_free_workers, show, started_clusters
 
-REPO = Path(__file__).resolve().parents[1]
 CRD_FILE = REVISIONS["seed"].crd
 TIER = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
 RUN_TIMEOUT = 600.0
@@ -71,16 +69,13 @@ def run_tier(kubeconfig: Path, results_dir: Path) -> tuple[int, str, str]:
     Its JUnit XML, Allure results and HTML page go to `results_dir`, not into
     the checkout's reports/out/.
     """
-    # Nothing from the outer run (xdist, PYTEST_ADDOPTS, a KUBECONFIG) may reach the inner one.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "KUBECONFIG")) and k != "PYTHONBREAKPOINT"}
     argv = [sys.executable, "-m", "pytest", *TIER, "-x", "-q", "-p", "no:cacheprovider",
             f"--kubeconfig={kubeconfig}", "--allow-crds-mismatch", "--api-revision", "seed",
             # Keep the namespaces: the cluster is thrown away anyway, and waiting for
             # each run's namespaces to finish terminating would double its time.
             "--cleanup-test-resources=false", "--cleanup-base-resources=false",
             f"--results-dir={results_dir}"]
-    done = subprocess.run(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+    done = subprocess.run(argv, cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=RUN_TIMEOUT)
     first = _FIRST_FAILURE.search(done.stdout)
     name = ""

@@ -10,10 +10,8 @@ import pytest
 
 from conformance.revisions import DEFAULT, NOT_APPLICABLE_PREFIX, REVISIONS
 
-from .suite_run import stop
+from .suite_run import PYTEST, REPO, stop
 
-REPO = Path(__file__).resolve().parents[1]
-PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # The suite's tiers that need only the API server (no implementation).
 API_SERVER_TESTS = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
 
