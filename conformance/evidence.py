@@ -22,6 +22,10 @@ def attach_yaml(name: str, obj) -> None:
     allure.attach(body, name=name, attachment_type=allure.attachment_type.YAML)
 
 
+def attach_text(name: str, text: str) -> None:
+    allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
+
+
 def attach_namespace_events(kube, namespace: str) -> None:
     try:
         events = kube.list("v1", "Event", namespace).get("items", [])

@@ -164,9 +164,28 @@ class Kube:
                 return None
             raise
 
+    def get_as_of(self, api_version: str, kind: str, name: str, namespace: str | None,
+                  resource_version: str) -> dict | None:
+        """The object read back exactly as it was stored at `resource_version`.
+
+        It is decoded and defaulted like any read, but nothing written after that
+        version (a controller's status write, say) can show in it.
+        """
+        listed = self.list(api_version, kind, namespace, field_selector=f"metadata.name={name}",
+                           exact_resource_version=resource_version)
+        items = listed.get("items") or []
+        if not items:
+            return None
+        # A list's items carry no apiVersion/kind of their own.
+        return {"apiVersion": api_version, "kind": kind, **items[0]}
+
     def list(self, api_version: str, kind: str, namespace: str | None = None, *,
-             label_selector: str | None = None, field_selector: str | None = None) -> dict:
+             label_selector: str | None = None, field_selector: str | None = None,
+             exact_resource_version: str | None = None) -> dict:
+        """A list; with `exact_resource_version`, the objects exactly as they were at that version."""
         query = []
+        if exact_resource_version:
+            query += [("resourceVersion", exact_resource_version), ("resourceVersionMatch", "Exact")]
         if label_selector:
             query.append(("labelSelector", label_selector))
         if field_selector:

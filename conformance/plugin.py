@@ -27,6 +27,7 @@ from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
 from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
 from .reporting import ReportPlugin
 from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
+from .topology import SILENT
 from .wait import WaitTimeout, wait_for
 
 SESSION = pytest.StashKey[SuiteSession]()
@@ -170,6 +171,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     session = config.stash.get(SESSION, None)
     if session is not None and session.revision_mismatch:
         terminalreporter.write_line(session.revision_mismatch, yellow=True, bold=True)
+    # Said once, also under xdist (where each worker found it on its own).
+    silent = next((line[line.index(SILENT):].split("; ")[0] for r in terminalreporter.stats.get("failed", [])
+                   for line in (getattr(r, "longreprtext", "") or "").splitlines() if SILENT in line), None)
+    if silent:
+        terminalreporter.write_line(silent, red=True, bold=True)
 
 
 # -- fixtures ------------------------------------------------------------------
@@ -259,7 +265,8 @@ def topology(suite: SuiteSession, kube, namespace, gateway_class, api_revision, 
     alive = suite.check_implementation if suite.started_implementation else None
     if alive is not None:
         alive()  # fail at once, not after a wait's whole timeout
-    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive)
+    suite.silence.check()  # likewise, once the implementation proved silent
+    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

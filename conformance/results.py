@@ -82,12 +82,15 @@ CATEGORIES: tuple[Category, ...] = (
              "a single API request got no answer in time"),
     Category("Environment: implementation not ready", ENVIRONMENT, ("failed", "broken"),
              r"GatewayClass \S+ to be Accepted|does not exist on the cluster|cannot start the implementation|"
-             r"the implementation under test exited|"
+             r"the implementation under test exited|wrote no InferencePool status|"
              r"CRD .*is not installed",
              "the implementation under test was not installed, not running, or its GatewayClass never got Accepted"),
     Category("Environment: cleanup timed out", ENVIRONMENT, ("failed", "broken"),
              r"waiting for \S+ \S+ to be deleted|namespace \S+ to be deleted",
              "objects the suite deleted were still there after the delete timeout"),
+    Category("Precondition failed", DEFECT, ("failed",), r"precondition failed",
+             "a step the test rests on failed (the message names it and its rule): the test's own rule was not "
+             "reached"),
     Category("Implementation defect", DEFECT, ("failed",), "",
              "an expectation of the API failed: the implementation (or the installed CRD) does not conform"),
     Category("Suite or environment error", ENVIRONMENT, ("broken",), "",

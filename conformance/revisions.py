@@ -75,15 +75,32 @@ class Revision:
             return {"apiVersion": f"{GATEWAY_GROUP}/v1", "kind": "Gateway", "name": name, "namespace": namespace}
         return {"group": GATEWAY_GROUP, "kind": "Gateway", "name": name, "namespace": namespace}
 
+    def parent_ref_differences(self, ref: dict, name: str, namespace: str) -> list[str]:
+        """Each field in which a status.parent parentRef differs from one naming Gateway namespace/name,
+        as `parentRef.<field> <seen> where the rule wants <wanted>`; empty when it names that Gateway."""
+        def show(v):
+            return "absent" if v is None else repr(v)
+
+        out = []
+        if self.parent_ref_shape == "ObjectReference":
+            api_version = ref.get("apiVersion")
+            if not (api_version or "").startswith(f"{GATEWAY_GROUP}/"):
+                out.append(f"parentRef.apiVersion {show(api_version)} where the rule wants {GATEWAY_GROUP}/<version>")
+            seen_ns = ref.get("namespace")
+        else:
+            if ref.get("group") != GATEWAY_GROUP:
+                out.append(f"parentRef.group {show(ref.get('group'))} where the rule wants {GATEWAY_GROUP!r}")
+            # Left out, the namespace is the pool's own (where the suite's Gateways are).
+            seen_ns = ref.get("namespace", namespace)
+        for field, seen, wanted in (("kind", ref.get("kind"), "Gateway"), ("name", ref.get("name"), name),
+                                    ("namespace", seen_ns, namespace)):
+            if seen != wanted:
+                out.append(f"parentRef.{field} {show(seen)} where the rule wants {wanted!r}")
+        return out
+
     def names_gateway(self, ref: dict, name: str, namespace: str) -> bool:
         """Whether a status.parent parentRef names Gateway namespace/name, as this revision spells it."""
-        if ref.get("kind") != "Gateway" or ref.get("name") != name:
-            return False
-        if self.parent_ref_shape == "ObjectReference":
-            return ref.get("namespace") == namespace and (ref.get("apiVersion") or "").startswith(
-                f"{GATEWAY_GROUP}/")
-        # The namespace may be left out: it then is the pool's own (where the suite's Gateways are).
-        return ref.get("namespace", namespace) == namespace and ref.get("group") == GATEWAY_GROUP
+        return not self.parent_ref_differences(ref, name, namespace)
 
 
 _CRD_FILE = "inference.networking.x-k8s.io_inferencepools.yaml"

@@ -30,6 +30,7 @@ from .cluster.embedded import ClusterError
 from .cluster.provider import EmbeddedManager, UserClusterManager
 from .kube import ApiError, Kube
 from .options import Options
+from .topology import Silence
 from .wait import retrying, wait_for
 
 EXIT_ENVIRONMENT = 3  # the cluster cannot be used
@@ -92,6 +93,7 @@ class SuiteSession:
         self._deleting: list[str] = []
         self._unsure: list[str] = []  # namespaces whose create got no answer
         self._features: frozenset[str] | None = None
+        self.silence = Silence()  # whether the implementation wrote any InferencePool status
 
     # -- cluster -------------------------------------------------------------
 

@@ -25,6 +25,9 @@ class TimeoutConfig:
     InferencePoolMustNotHaveParent: float = 300
     NamespacesMustBeReady: float = 300
     MaxTimeToConsistency: float = 30
+    # Ours, not upstream's: how long a wrong answer of the implementation must
+    # stand still before a status wait ends early (at least; see docs/waiting.md).
+    StatusSettleWindow: float = 5
 
     def with_overrides(self, spec: str) -> "TimeoutConfig":
         """Apply `Name:seconds;Name:seconds`; ValueError names the bad part."""

@@ -1,13 +1,24 @@
-"""Apply a status-test topology from manifests/status/ into a test's namespace.
+"""Apply a status-test topology from manifests/status/ into a test's namespace, and wait on it.
 
 The objects are applied with server-side apply (the suite's one apply helper,
 `Kube.apply`), attached to the Allure report as applied, and recorded for
 cleanup by the namespace fixture.
+
+Every change a test makes goes through a `Topology`, which remembers the
+resourceVersion of the last one: a status write after it is the
+implementation's answer to the state the test set up, and a wrong answer that
+stands still ends the wait early (`wait.Settle`). When a wait fails, the
+topology says why in terms of what the test rests on: a precondition that
+did not hold (the Gateway not Accepted, the route not Accepted, the sentinel
+pool not resolved) is named as such, and an implementation that has written
+no InferencePool status at all is said to be silent, once, after which the
+remaining status tests fail at once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import yaml
@@ -16,11 +27,14 @@ from . import conditions, evidence
 from .kube import Kube
 from .revisions import MANIFESTS, Revision
 from .timeouts import TimeoutConfig
-from .wait import wait_for
+from .wait import Settle, WaitSettled, WaitTimeout, wait_for
 
 STATUS_MANIFESTS = MANIFESTS / "status"
 POOL_API = "inference.networking.x-k8s.io/v1alpha2"
 GATEWAY_API = "gateway.networking.k8s.io/v1"
+# How the one line begins that says the implementation wrote no InferencePool status at all.
+SILENT = "the implementation wrote no InferencePool status for any pool"
+_API_VERSIONS = {"Service": "v1", "Pod": "v1", "InferencePool": POOL_API}
 
 
 def load(name: str, *, namespace: str, gateway_class: str) -> list[dict]:
@@ -36,6 +50,39 @@ def apply(kube: Kube, docs: list[dict]) -> list[dict]:
     return [kube.apply(d) for d in docs]
 
 
+class PreconditionFailed(AssertionError):
+    """A step the test rests on failed: the test says nothing about its own rule."""
+
+    def __init__(self, step: str, rule: str, cause: str) -> None:
+        self.step, self.rule = step, rule
+        super().__init__(f"precondition failed (rule {rule}): {step}; {cause}")
+
+
+class ImplementationSilent(AssertionError):
+    """The implementation wrote no InferencePool status at all: no status test can pass."""
+
+
+@dataclass
+class Silence:
+    """Whether the implementation has written InferencePool status at all in this run (one per process).
+
+    Declared by the first pool wait that times out before any implementation
+    entry was ever seen; from then on, status tests fail at once with that
+    reason, until an entry shows up after all.
+    """
+
+    seen: bool = False
+    declared: str | None = None
+
+    def saw(self, pool: dict | None, revision: Revision, ignore: list[dict]) -> None:
+        if not self.seen and conditions.implementation_entries(pool, revision, ignore):
+            self.seen, self.declared = True, None
+
+    def check(self) -> None:
+        if self.declared and not self.seen:
+            raise ImplementationSilent(self.declared)
+
+
 @dataclass
 class Topology:
     """A topology applied into one namespace, with the names the tests use."""
@@ -48,14 +95,73 @@ class Topology:
     # Raises when the implementation the suite started has exited, so that no
     # wait for its status runs out its whole timeout.
     implementation_alive: Callable[[], None] | None = None
+    silence: Silence = field(default_factory=Silence)
+    # The resourceVersion and time of the test's last change to the cluster.
+    _after_version: int | None = field(default=None, init=False)
+    _changed_at: float = field(default_factory=time.monotonic, init=False)
+    # Pool entries the suite wrote itself (another controller's, played by the test).
+    _suite_entries: list[dict] = field(default_factory=list, init=False)
+
+    # -- changes -----------------------------------------------------------------
+
+    def _changed(self, *written: dict | None) -> None:
+        """Remember the last change: the highest resourceVersion the server answered with.
+
+        A delete's answer may carry the version from before it; a list made
+        afterwards carries one at least as recent (a later value only makes the
+        early end of a wait more cautious, never less).
+        """
+        versions = [(w or {}).get("metadata", {}).get("resourceVersion") for w in written]
+        if not all(versions):
+            versions.append(self.kube.list(POOL_API, "InferencePool", self.namespace)["metadata"]["resourceVersion"])
+        try:
+            latest = max(int(v) for v in versions if v)
+        except ValueError:
+            latest = None  # not etcd revisions: waits run to their timeout
+        self._after_version = latest if latest is None or self._after_version is None else max(
+            latest, self._after_version)
+        self._changed_at = time.monotonic()
 
     def apply_file(self, name: str, *, skip: tuple[str, ...] = ()) -> None:
         """Apply the file's objects, leaving out those whose `Kind/name` is in `skip`."""
         docs = load(name, namespace=self.namespace, gateway_class=self.gateway_class)
-        apply(self.kube, [d for d in docs if f"{d['kind']}/{d['metadata']['name']}" not in skip])
+        self._changed(*apply(self.kube, [d for d in docs if f"{d['kind']}/{d['metadata']['name']}" not in skip]))
+
+    def create(self, obj: dict) -> dict:
+        evidence.attach_yaml(f"applied {obj['kind']} {obj['metadata']['name']}", obj)
+        written = self.kube.apply(obj)
+        self._changed(written)
+        return written
+
+    def patch(self, kind: str, name: str, patch: dict) -> dict:
+        """Merge-patch an object of the test (a spec change of the pool moves its generation)."""
+        written = self.kube.patch(_API_VERSIONS.get(kind, GATEWAY_API), kind, name, patch, namespace=self.namespace)
+        self._changed(written)
+        return written
+
+    def write_pool_status(self, pool: dict, suite_entries: list[dict]) -> dict:
+        """Write the pool's status as another controller would (a full update of /status against the
+        version read); `suite_entries` are the entries in it that the suite wrote."""
+        written = self.kube.replace(pool, subresource="status")
+        self._suite_entries += [e for e in conditions.pool_parents(written) if e in suite_entries
+                                or any(e.get("parentRef", {}).get("name") == s.get("parentRef", {}).get("name")
+                                       for s in suite_entries)]
+        self._changed(written)
+        return written
+
+    def delete(self, obj_or_kind: dict | str, name: str | None = None) -> None:
+        if isinstance(obj_or_kind, dict):
+            api_version, kind, name = obj_or_kind["apiVersion"], obj_or_kind["kind"], obj_or_kind["metadata"]["name"]
+        else:
+            kind = obj_or_kind
+            api_version = _API_VERSIONS.get(kind, GATEWAY_API)
+        self.kube.delete(api_version, kind, name, self.namespace)
+        self._changed(None)
 
     def get_pool(self, name: str = "pool") -> dict | None:
         return self.kube.get(POOL_API, "InferencePool", name, self.namespace)
+
+    # -- objects -------------------------------------------------------------------
 
     def route(self, name: str, gateway: str, pool: str) -> dict:
         return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute",
@@ -83,6 +189,61 @@ class Topology:
                 "spec": {"selector": {"app": "model-server"}, "targetPortNumber": 8000,
                          "extensionRef": {"name": "picker", **extension_ref}}}
 
+    # -- waits -------------------------------------------------------------------
+
+    def _settle(self) -> Settle:
+        return Settle(self.timeouts.StatusSettleWindow, self._after_version, self._changed_at)
+
+    def _guard(self) -> None:
+        if self.implementation_alive is not None:
+            self.implementation_alive()
+        self.silence.check()
+
+    def wait_pool(self, judge, expected: str, pool: str = "pool", timeout: float | None = None) -> dict | None:
+        """Wait until `judge` (a Judgement or a bool) holds for the pool."""
+        def observed(obj: dict | None):
+            self.silence.saw(obj, self.revision, self._suite_entries)
+            return judge(obj)
+
+        timeout = timeout or self.timeouts.InferencePoolMustHaveCondition
+        try:
+            return wait_for(self.kube, POOL_API, "InferencePool", pool, self.namespace, observed,
+                            timeout=timeout, what=f"InferencePool {self.namespace}/{pool}", expected=expected,
+                            guard=self._guard, settle=self._settle())
+        except WaitTimeout as e:
+            if not isinstance(e, WaitSettled) and not self.silence.seen:
+                self.silence.declared = (
+                    f"{SILENT} within {timeout:g}s "
+                    f"(is InferencePool support enabled in it, for GatewayClass {self.gateway_class}?)")
+                raise ImplementationSilent(f"{self.silence.declared}; {e.headline()}") from None
+            raise
+
+    def wait_pool_condition(self, ctype: str, status: str, reason: str | None = None, *,
+                            gateway: str = "gateway", pool: str = "pool") -> dict:
+        judge = conditions.judge_pool_condition(self.revision, gateway, self.namespace, ctype, status, reason,
+                                                ignore=self._suite_entries)
+        try:
+            return self.wait_pool(judge, conditions.describe(ctype, status, reason, gateway, self.namespace),
+                                  pool=pool)
+        except WaitTimeout as e:
+            self._check_preconditions(gateway, pool, e)
+            raise
+
+    def wait_no_pool_parent(self, gateway: str = "gateway", pool: str = "pool") -> dict | None:
+        return self.wait_pool(conditions.judge_no_pool_parent(self.revision, gateway, self.namespace),
+                              f"no status.parent entry for Gateway {self.namespace}/{gateway}", pool=pool,
+                              timeout=self.timeouts.InferencePoolMustNotHaveParent)
+
+    def wait_route_condition(self, ctype: str, status: str, reason: str | None = None, *,
+                             route: str = "route", gateway: str = "gateway") -> dict:
+        return wait_for(self.kube, GATEWAY_API, "HTTPRoute", route, self.namespace,
+                        conditions.judge_route_condition(gateway, self.namespace, ctype, status, reason),
+                        timeout=self.timeouts.HTTPRouteMustHaveCondition,
+                        what=f"HTTPRoute {self.namespace}/{route}",
+                        expected=f"status.parents entry for Gateway {gateway} with {ctype}={status}"
+                                 + (f" reason {reason}" if reason else ""),
+                        guard=self._guard, settle=self._settle())
+
     def wait_services_seen(self) -> None:
         """Wait until the implementation has seen every Service created so far in the namespace.
 
@@ -95,46 +256,36 @@ class Topology:
         self.create(self.service("sentinel-picker"))
         self.create(self.pool("sentinel", name="sentinel-picker"))
         self.create(self.route("sentinel-route", "gateway", "sentinel"))
-        self.wait_pool_condition("ResolvedRefs", "True", "ResolvedRefs", pool="sentinel")
+        try:
+            self.wait_pool_condition("ResolvedRefs", "True", "ResolvedRefs", pool="sentinel")
+        except PreconditionFailed:
+            raise
+        except WaitTimeout as e:
+            raise PreconditionFailed(
+                "the sentinel pool, which shows that the implementation has seen the Services, did not get "
+                "ResolvedRefs True", "C3", e.headline()) from None
 
-    def create(self, obj: dict) -> dict:
-        evidence.attach_yaml(f"applied {obj['kind']} {obj['metadata']['name']}", obj)
-        return self.kube.apply(obj)
+    # -- why a wait failed --------------------------------------------------------
 
-    def delete(self, obj_or_kind: dict | str, name: str | None = None) -> None:
-        if isinstance(obj_or_kind, dict):
-            api_version, kind, name = obj_or_kind["apiVersion"], obj_or_kind["kind"], obj_or_kind["metadata"]["name"]
-        else:
-            kind = obj_or_kind
-            api_version = {"Service": "v1", "InferencePool": POOL_API}.get(kind, GATEWAY_API)
-        self.kube.delete(api_version, kind, name, self.namespace)
+    def _read(self, api_version: str, kind: str, name: str) -> dict | None:
+        items = self.kube.list(api_version, kind, self.namespace, field_selector=f"metadata.name={name}")["items"]
+        return items[0] if items else None
 
-    # -- waits -------------------------------------------------------------------
-
-    def wait_pool(self, predicate, expected: str, pool: str = "pool", timeout: float | None = None) -> dict | None:
-        return wait_for(self.kube, POOL_API, "InferencePool", pool, self.namespace, predicate,
-                        timeout=timeout or self.timeouts.InferencePoolMustHaveCondition,
-                        what=f"InferencePool {self.namespace}/{pool}", expected=expected,
-                        guard=self.implementation_alive)
-
-    def wait_pool_condition(self, ctype: str, status: str, reason: str | None = None, *,
-                            gateway: str = "gateway", pool: str = "pool") -> dict:
-        return self.wait_pool(
-            conditions.pool_condition(self.revision, gateway, self.namespace, ctype, status, reason),
-            conditions.describe(ctype, status, reason, gateway, self.namespace), pool=pool)
-
-    def wait_no_pool_parent(self, gateway: str = "gateway", pool: str = "pool") -> dict | None:
-        return self.wait_pool(
-            lambda p: p is not None and conditions.pool_parent(p, self.revision, gateway, self.namespace) is None,
-            f"no status.parent entry for Gateway {self.namespace}/{gateway}", pool=pool,
-            timeout=self.timeouts.InferencePoolMustNotHaveParent)
-
-    def wait_route_condition(self, ctype: str, status: str, reason: str | None = None, *,
-                             route: str = "route", gateway: str = "gateway") -> dict:
-        return wait_for(self.kube, GATEWAY_API, "HTTPRoute", route, self.namespace,
-                        conditions.route_condition(gateway, ctype, status, reason),
-                        timeout=self.timeouts.HTTPRouteMustHaveCondition,
-                        what=f"HTTPRoute {self.namespace}/{route}",
-                        expected=f"status.parents entry for Gateway {gateway} with {ctype}={status}"
-                                 + (f" reason {reason}" if reason else ""),
-                        guard=self.implementation_alive)
+    def _check_preconditions(self, gateway: str, pool: str, failure: WaitTimeout) -> None:
+        """Raise PreconditionFailed when what a pool's entry rests on does not hold."""
+        gw = self._read(GATEWAY_API, "Gateway", gateway)
+        if gw is not None and gw["spec"].get("gatewayClassName") == self.gateway_class:
+            accepted = conditions.find((gw.get("status") or {}).get("conditions"), "Accepted")
+            if not conditions.matches(accepted, "True", None, gw["metadata"].get("generation")):
+                seen = "no Accepted condition" if accepted is None else \
+                    f"Accepted {accepted.get('status')} reason {accepted.get('reason')}"
+                raise PreconditionFailed(f"Gateway {self.namespace}/{gateway} is not Accepted ({seen})",
+                                         "C1", failure.headline()) from None
+            routes = [r for r in self.kube.list(GATEWAY_API, "HTTPRoute", self.namespace)["items"]
+                      if any(b.get("kind") == "InferencePool" and b.get("name") == pool
+                             for rule in r["spec"].get("rules") or [] for b in rule.get("backendRefs") or [])
+                      and any(p.get("name") == gateway for p in r["spec"].get("parentRefs") or [])]
+            if routes and not any(conditions.route_condition(gateway, "Accepted", "True")(r) for r in routes):
+                names = ", ".join(r["metadata"]["name"] for r in routes)
+                raise PreconditionFailed(f"HTTPRoute {names} to pool {pool} is not Accepted by Gateway "
+                                         f"{self.namespace}/{gateway}", "C13", failure.headline()) from None

@@ -3,23 +3,34 @@
 `wait_for` lists the object once and then watches it, so a change is seen as
 soon as the API server sends it (no sleep, no poll interval). Transient API
 errors (connection resets, 429, 5xx, an expired watch) are retried with
-tenacity until the deadline. On timeout it raises `WaitTimeout`, which says
-what was expected, what was last observed and how long it waited.
+tenacity until the deadline. On timeout it raises `WaitTimeout`, whose first
+line names each field in which the nearest thing seen differs from what the
+rule wants; the last observed object follows.
+
+A wait given a `Settle` ends early, with `WaitSettled`, once the
+implementation has clearly answered and the answer is wrong: the object was
+written after the test's last change, its status is at the current
+generation, and what is judged has not changed for the settle window (at
+least twice as long as the implementation took to answer). A slow but
+correct implementation never meets that, so it is still waited for until the
+timeout (docs/waiting.md gives the reasoning).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import tenacity
 import urllib3
 import yaml
 
+from .conditions import Judgement
 from .kube import ApiError, Kube
 
-Predicate = Callable[[dict | None], bool]
+Predicate = Callable[[dict | None], "bool | Judgement"]
 log = logging.getLogger("conformance.wait")  # shown with --conformance-debug
 GUARD_INTERVAL = 2  # seconds a watch runs before a wait's guard is asked again
 
@@ -44,15 +55,60 @@ def to_yaml(obj) -> str:
 
 
 class WaitTimeout(AssertionError):
-    def __init__(self, what: str, expected: str, last: dict | None, waited: float, problem: str = "") -> None:
+    """The awaited state did not come; the first line says what differs."""
+
+    def __init__(self, what: str, expected: str, last: dict | None, waited: float, problem: str = "",
+                 differences: tuple[str, ...] = ()) -> None:
         self.what, self.expected, self.last, self.waited = what, expected, last, waited
+        self.differences = differences
         observed = "the object does not exist" if last is None else to_yaml(last)
         detail = f"\nlast problem: {problem}" if problem else ""
         super().__init__(
-            f"timed out after {waited:.1f}s waiting for {what}\n"
+            f"{self.headline()}\n"
             f"expected: {expected}\n"
             f"last observed:\n{observed}{detail}"
         )
+
+    def headline(self) -> str:
+        seen = "; ".join(self.differences) or (
+            "the object does not exist" if self.last is None else f"not yet: {self.expected}")
+        return f"timed out after {self.waited:.1f}s waiting for {self.what}: {seen}"
+
+
+class WaitSettled(WaitTimeout):
+    """The implementation answered, wrongly, and the answer stood still for the settle window."""
+
+    def __init__(self, what: str, expected: str, last: dict | None, waited: float,
+                 differences: tuple[str, ...], window: float) -> None:
+        self.window = window
+        super().__init__(what, expected, last, waited, differences=differences)
+
+    def headline(self) -> str:
+        return (f"{self.what}: {'; '.join(self.differences)} (the implementation's answer at the current "
+                f"generation stood still for {self.window:.1f}s; waited {self.waited:.1f}s)")
+
+
+@dataclass(frozen=True)
+class Settle:
+    """When a wrong answer may end a wait before its timeout."""
+
+    window: float  # seconds the judged answer must stand still (the minimum)
+    # The resourceVersion of the test's last change: only a write after it is an
+    # answer to the state the test set up. None: never end early.
+    after_version: int | None
+    changed_at: float  # time.monotonic() of that change
+
+
+def _resource_version(obj: dict | None) -> int | None:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+    except (TypeError, ValueError):
+        return None  # not an etcd revision: no early end (see docs/waiting.md)
+
+
+def _judge(predicate: Predicate, obj: dict | None, expected: str) -> Judgement:
+    verdict = predicate(obj)
+    return verdict if isinstance(verdict, Judgement) else Judgement.of(bool(verdict), expected)
 
 
 def transient(exc: BaseException) -> bool:
@@ -73,40 +129,76 @@ def retrying(deadline: float) -> tenacity.Retrying:
 
 def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str | None,
              predicate: Predicate, *, timeout: float, what: str, expected: str,
-             guard: Callable[[], None] | None = None) -> dict | None:
+             guard: Callable[[], None] | None = None, settle: Settle | None = None) -> dict | None:
     """Return the object (None if absent) as soon as `predicate` holds for it.
 
-    `guard`, if given, is called every GUARD_INTERVAL seconds at most and raises
-    when waiting on is pointless (the implementation that would act has exited).
+    `predicate` returns a bool or a `Judgement`. `guard`, if given, is called
+    every GUARD_INTERVAL seconds at most and raises when waiting on is
+    pointless (the implementation that would act has exited). `settle`, if
+    given, ends the wait early once a wrong answer has settled.
     """
     start = time.monotonic()
     deadline = start + timeout
     log.debug("waiting up to %gs for %s: %s", timeout, what, expected)
     selector = f"metadata.name={name}"
-    state: dict = {"last": None, "problem": ""}
+    state: dict = {"last": None, "problem": "", "differences": (), "answer": None, "since": 0.0, "first": None}
+
+    def observe(obj: dict | None) -> bool:
+        """Judge one observed state: True when it holds; raises WaitSettled once a wrong answer settled."""
+        state["last"] = obj
+        verdict = _judge(predicate, obj, expected)
+        if verdict.ok:
+            return True
+        state["differences"] = verdict.problems
+        if settle is None or settle.after_version is None:
+            return False
+        rv = _resource_version(obj)
+        now = time.monotonic()
+        if not verdict.answered or rv is None or rv <= settle.after_version:
+            state["answer"] = None  # no answer to the current state yet
+            return False
+        if verdict.problems != state["answer"]:
+            state["answer"], state["since"] = verdict.problems, now
+            if state["first"] is None:
+                state["first"] = now
+        if now - state["since"] >= window():
+            raise WaitSettled(what, expected, obj, now - start, verdict.problems, window())
+        return False
+
+    def window() -> float:
+        # At least twice as long as the implementation took to answer the change.
+        assert settle is not None
+        reaction = (state["first"] or time.monotonic()) - settle.changed_at
+        return max(settle.window, 2 * reaction)
+
+    def wake_in(remaining: float) -> int:
+        """Seconds the next watch may run before something has to be looked at again."""
+        limit = remaining
+        if guard is not None:
+            limit = min(limit, GUARD_INTERVAL)
+        if state["answer"] is not None:
+            limit = min(limit, state["since"] + window() - time.monotonic())
+        return max(1, int(limit + 0.999))
 
     def once() -> dict | None | bool:
         if guard is not None:
             guard()
         listed = kube.list(api_version, kind, namespace, field_selector=selector)
         items = listed.get("items") or []
-        state["last"] = items[0] if items else None
-        if predicate(state["last"]):
+        if observe(items[0] if items else None):
             return state["last"]
         rv = listed["metadata"]["resourceVersion"]
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        window = int(remaining) + 1 if guard is None else min(int(remaining) + 1, GUARD_INTERVAL)
         for event in kube.watch(api_version, kind, namespace, resource_version=rv,
-                                field_selector=selector, timeout_seconds=window):
+                                field_selector=selector, timeout_seconds=wake_in(remaining)):
             etype, obj = event.get("type"), event.get("object") or {}
             if etype == "BOOKMARK":
                 continue
             if etype == "ERROR":  # usually 410 Gone: start again from a fresh list
                 raise ApiError(obj.get("code", 410), obj, "WATCH", kind)
-            state["last"] = None if etype == "DELETED" else obj
-            if predicate(state["last"]):
+            if observe(None if etype == "DELETED" else obj):
                 return state["last"]
             if time.monotonic() >= deadline:
                 return False
@@ -117,6 +209,8 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
             for attempt in retrying(deadline):
                 with attempt:
                     result = once()
+        except WaitSettled:
+            raise
         except Exception as e:  # a transient error outlived the deadline, or a real one
             if not transient(e):
                 raise
@@ -125,6 +219,7 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
         if result is True:
             continue
         if result is False:
-            raise WaitTimeout(what, expected, state["last"], time.monotonic() - start, state["problem"])
+            raise WaitTimeout(what, expected, state["last"], time.monotonic() - start, state["problem"],
+                              state["differences"])
         log.debug("%s: reached after %.2fs", what, time.monotonic() - start)
         return result

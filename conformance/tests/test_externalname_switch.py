@@ -9,13 +9,11 @@ def test_externalname_switch(topology):
     topology.apply_file("pool-with-route.yaml")
     topology.wait_pool_condition("ResolvedRefs", "True", "ResolvedRefs")
     # A ClusterIP Service becomes ExternalName only without its cluster IPs and ports.
-    topology.kube.patch("v1", "Service", "picker",
-                        {"spec": {"type": "ExternalName", "externalName": "picker.example.com",
-                                  "clusterIP": None, "clusterIPs": None, "ports": None, "selector": None}},
-                        namespace=topology.namespace)
+    topology.patch("Service", "picker",
+                   {"spec": {"type": "ExternalName", "externalName": "picker.example.com",
+                             "clusterIP": None, "clusterIPs": None, "ports": None, "selector": None}})
     topology.wait_pool_condition("ResolvedRefs", "False", "InvalidExtensionRef")
-    topology.kube.patch("v1", "Service", "picker",
-                        {"spec": {"type": "ClusterIP", "externalName": None, "selector": {"app": "endpoint-picker"},
-                                  "ports": [{"name": "grpc-ext-proc", "protocol": "TCP", "port": 9002}]}},
-                        namespace=topology.namespace)
+    topology.patch("Service", "picker",
+                   {"spec": {"type": "ClusterIP", "externalName": None, "selector": {"app": "endpoint-picker"},
+                             "ports": [{"name": "grpc-ext-proc", "protocol": "TCP", "port": 9002}]}})
     topology.wait_pool_condition("ResolvedRefs", "True", "ResolvedRefs")

@@ -6,8 +6,6 @@ from conformance import conditions
 
 pytestmark = [pytest.mark.rule("C10"), pytest.mark.features("SupportInferencePool")]
 
-POOL = "inference.networking.x-k8s.io/v1alpha2"
-
 
 def test_foreign_parents(topology):
     topology.apply_file("pool-with-route.yaml")
@@ -19,7 +17,7 @@ def test_foreign_parents(topology):
                                "observedGeneration": pool["metadata"]["generation"],
                                "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
     pool["status"]["parent"].append(foreign)
-    written = topology.kube.replace(pool, subresource="status")
+    written = topology.write_pool_status(pool, [foreign])
     stored_foreign = written["status"]["parent"][-1]
 
     # Make the implementation write its own entry again, then look at the other one.

@@ -15,10 +15,7 @@ def test_no_route(topology):
     topology.apply_file("pool-with-route.yaml", skip=("HTTPRoute/route",))
     # A second pool with a route: once it has its entry, the implementation has
     # had the unrouted pool in view too.
-    topology.kube.apply({
-        "apiVersion": "inference.networking.x-k8s.io/v1alpha2", "kind": "InferencePool",
-        "metadata": {"name": "routed", "namespace": topology.namespace},
-        "spec": {"selector": {"app": "model-server"}, "targetPortNumber": 8000, "extensionRef": {"name": "picker"}}})
+    topology.create(topology.pool("routed"))
     topology.create(topology.route("route", "gateway", "routed"))
     topology.wait_pool_condition("Accepted", "True", "Accepted", pool="routed")
     pool = topology.get_pool("pool")

@@ -7,23 +7,30 @@ from conformance import conditions
 pytestmark = [pytest.mark.rule("C4"), pytest.mark.features("SupportInferencePool")]
 
 
-def _all_latest(revision, namespace):
-    def check(pool):
-        entry = conditions.pool_parent(pool, revision, "gateway", namespace)
-        gen = (pool or {}).get("metadata", {}).get("generation")
-        conds = (entry or {}).get("conditions") or []
-        return bool(conds) and all(conditions.is_latest(c, gen) for c in conds) and conditions.matches(
-            conditions.find(conds, "Accepted"), "True", "Accepted", gen)
-    return check
+def _all_latest(topology):
+    """The Gateway's entry is Accepted True, and every condition in it is at the current generation."""
+    accepted = conditions.judge_pool_condition(topology.revision, "gateway", topology.namespace,
+                                               "Accepted", "True", "Accepted")
+
+    def judge(pool):
+        verdict = accepted(pool)
+        if not verdict.ok:
+            return verdict
+        entry = conditions.pool_parent(pool, topology.revision, "gateway", topology.namespace)
+        generation = pool["metadata"]["generation"]
+        # A stale condition is no answer to the change yet: never an early end.
+        return conditions.Judgement(tuple(
+            f"the entry for Gateway {topology.namespace}/gateway has condition {c.get('type')} at "
+            f"observedGeneration {c.get('observedGeneration')} where the pool is at generation {generation}"
+            for c in entry.get("conditions") or [] if not conditions.is_latest(c, generation)))
+    return judge
 
 
 def test_pool_observed_generation(topology):
     topology.apply_file("pool-with-route.yaml")
     topology.wait_pool_condition("Accepted", "True", "Accepted")
     for port in (8001, 8002):
-        changed = topology.kube.patch("inference.networking.x-k8s.io/v1alpha2", "InferencePool", "pool",
-                                      {"spec": {"targetPortNumber": port}}, namespace=topology.namespace)
-        generation = changed["metadata"]["generation"]
-        topology.wait_pool(_all_latest(topology.revision, topology.namespace),
+        generation = topology.patch("InferencePool", "pool", {"spec": {"targetPortNumber": port}})["metadata"]["generation"]
+        topology.wait_pool(_all_latest(topology),
                            f"every condition of the Gateway's entry at observedGeneration {generation} "
                            "(or without one), Accepted True")

@@ -1,8 +1,11 @@
 """Schema validation and defaulting (rules S1-S9, S11, S12, D1-D7), from manifests/schema/.
 
-These talk only to the API server and its installed CRD; no implementation is
-involved. Dry-run cases persist nothing; the others create real objects in the
-test's own namespace, which is deleted afterwards.
+These judge only the API server and its installed CRD, never the implementation,
+so nothing an implementation does may change their verdict: a controller may
+write any pool's status the moment it appears. Dry-run cases persist nothing;
+the others create real objects in the test's own namespace (deleted afterwards),
+read them back as stored by the create, and update them without a
+resourceVersion precondition (see conformance/schema_cases.py).
 """
 
 import pytest
