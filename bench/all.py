@@ -22,6 +22,7 @@ SCRIPTS = {  # script -> (normal arguments, quick arguments)
     "status_latency": (["--writes", "200"], ["--writes", "50"]),
     "schema_rate": (["--rounds", "5"], ["--rounds", "2"]),
     "peer_chainsaw": (["--runs", "3"], ["--runs", "1"]),
+    "systemic": ([], []),
 }
 
 
@@ -42,6 +43,10 @@ def headline(name: str, data: dict) -> list[tuple[str, str]]:
         r = data["ratio"]
         return [("chainsaw / this suite, same work (x)",
                  f"sequential {r['1']:.2f}, two at a time {r['2']:.2f}")]
+    if name == "systemic":
+        return [(f"fault {data['fault']}: whole suite, default timeouts (s)", f"{data['fault_wall_s']:.0f}"),
+                (f"slow implementation ({data['slow_seconds']:g} s per write): whole suite (s)",
+                 f"{data['slow_wall_s']:.0f}, {len(data['slow_failed'])} failed")]
     return []
 
 

@@ -265,7 +265,6 @@ def topology(suite: SuiteSession, kube, namespace, gateway_class, api_revision, 
     alive = suite.check_implementation if suite.started_implementation else None
     if alive is not None:
         alive()  # fail at once, not after a wait's whole timeout
-    suite.silence.check()  # likewise, once the implementation proved silent
     return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence)
 
 
