@@ -54,7 +54,7 @@ from conformance.cluster.embedded import EmbeddedCluster  # noqa: E402
 from conformance.features import REFERENCE_GATEWAY_CLASS  # noqa: E402
 from conformance.kube import Kube  # noqa: E402
 from conformance.revisions import DEFAULT, GATEWAY_GROUP, REVISIONS  # noqa: E402
-from conformance.topology import STATUS_MANIFESTS  # noqa: E402
+from conformance.topology import load  # noqa: E402
 from tests.suite_run import PYTEST, clean_env, reference_gateway_class, start_reference, stop  # noqa: E402
 
 CHAINSAW_MODULE = "github.com/kyverno/chainsaw"
@@ -167,8 +167,10 @@ def _no_parent_assert(gateway: str) -> dict:
 
 def _docs() -> list[dict]:
     """manifests/status/pool-with-route.yaml for the reference GatewayClass, namespace left to chainsaw."""
-    text = (STATUS_MANIFESTS / "pool-with-route.yaml").read_text().replace("{gateway_class}", REFERENCE_GATEWAY_CLASS)
-    return [d for d in yaml.safe_load_all(text) if d]
+    docs = load("pool-with-route.yaml", namespace="", gateway_class=REFERENCE_GATEWAY_CLASS)
+    for d in docs:
+        del d["metadata"]["namespace"]
+    return docs
 
 
 def _apply(*skip: str) -> list[dict]:

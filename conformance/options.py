@@ -18,6 +18,9 @@ import yaml
 from .timeouts import TimeoutConfig
 
 DEFAULT_GATEWAY_CLASS = "reference"  # the embedded reference implementation's class
+# The model servers of the status topology (manifests/status/) run Gateway API's echo server, the
+# backend upstream GIE's conformance suite uses (conformance/resources/base.yaml there).
+DEFAULT_MODEL_SERVER_IMAGE = "gcr.io/k8s-staging-gateway-api/echo-basic:v20251106-v1.3.0-263-g47c3435c"
 
 
 class OptionError(ValueError):
@@ -48,6 +51,7 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
     "debug": ("bool", False, "log every API request and wait"),
     "namespace-labels": ("map", None, "comma-separated key=value labels for the namespaces the suite creates"),
     "namespace-annotations": ("map", None, "comma-separated key=value annotations for the namespaces the suite creates"),
+    "model-server-image": ("str", DEFAULT_MODEL_SERVER_IMAGE, f"image of the model-server Pods the status tests' pools select; it is given HTTP_PORT=8000, the pools' target port (default: Gateway API's echo server, {DEFAULT_MODEL_SERVER_IMAGE})"),
     "conformance-profiles": ("list", None, "comma-separated conformance profiles to run (known: Gateway)"),
     "report-output": ("str", None, "write the ConformanceReport YAML to this file (default: <results-dir>/<version>-<mode>-<profile>-report.yaml when the implementation metadata is given)"),
     "organization": ("str", None, "implementation's organization, for the report"),
@@ -76,6 +80,11 @@ PROFILES = ("Gateway",)
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _TOKEN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.+]*$")  # same rule as conformance.report
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# An image reference: [registry[:port]/]path[:tag][@digest] (the grammar of distribution/reference).
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = r"(?:[A-Za-z0-9]|[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9])(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9]))*(?::[0-9]+)?"
+_IMAGE = re.compile(rf"^(?:{_IMAGE_DOMAIN}/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+                    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$")
 
 
 def add_options(parser) -> None:
@@ -132,6 +141,7 @@ class Options:
     namespace_labels: dict[str, str]
     namespace_annotations: dict[str, str]
     conformance_profiles: tuple[str, ...]
+    model_server_image: str
     report_output: Path | None
     organization: str | None
     project: str | None
@@ -278,6 +288,10 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         if values[name] and not _TOKEN.match(values[name]):
             raise OptionError(f"--{CLI_NAMES.get(name, name)}={values[name]!r} names the report file, so it must be "
                               "one word of letters, digits and -_.+ (e.g. v1.2.0)")
+    image = values["model-server-image"]
+    if len(image) > 255 or not _IMAGE.fullmatch(image):
+        raise OptionError(f"--model-server-image={image!r} is not an image reference; give one like "
+                          "registry.example.com/echo-basic:v1.0")
     results_dir = values["results-dir"]
     if results_dir:
         existing = Path(results_dir).expanduser().resolve()
@@ -306,6 +320,7 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         namespace_labels=values["namespace-labels"] or {},
         namespace_annotations=values["namespace-annotations"] or {},
         conformance_profiles=tuple(profiles),
+        model_server_image=image,
         report_output=Path(report).expanduser() if report else None,
         organization=values["organization"],
         project=values["project"],

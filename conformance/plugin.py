@@ -265,7 +265,13 @@ def topology(suite: SuiteSession, kube, namespace, gateway_class, api_revision, 
     alive = suite.check_implementation if suite.started_implementation else None
     if alive is not None:
         alive()  # fail at once, not after a wait's whole timeout
-    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence)
+    # The topology's model-server Pods are admitted only once the namespace's default
+    # ServiceAccount exists, which the cluster creates shortly after the namespace.
+    wait_for(kube, "v1", "ServiceAccount", "default", namespace, lambda o: o is not None,
+             timeout=timeouts.NamespacesMustBeReady, what=f"ServiceAccount {namespace}/default",
+             expected="the namespace's default ServiceAccount exists (Pods need it)")
+    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence,
+                    suite.opts.model_server_image)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

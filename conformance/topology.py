@@ -25,6 +25,7 @@ import yaml
 
 from . import conditions, evidence
 from .kube import Kube
+from .options import DEFAULT_MODEL_SERVER_IMAGE
 from .revisions import MANIFESTS, Revision
 from .timeouts import TimeoutConfig
 from .wait import Settle, WaitSettled, WaitTimeout, wait_for
@@ -37,8 +38,10 @@ SILENT = "the implementation wrote no InferencePool status for any pool"
 _API_VERSIONS = {"Service": "v1", "Pod": "v1", "InferencePool": POOL_API}
 
 
-def load(name: str, *, namespace: str, gateway_class: str) -> list[dict]:
-    text = (STATUS_MANIFESTS / name).read_text().replace("{gateway_class}", gateway_class)
+def load(name: str, *, namespace: str, gateway_class: str,
+         model_server_image: str = DEFAULT_MODEL_SERVER_IMAGE) -> list[dict]:
+    text = (STATUS_MANIFESTS / name).read_text().replace("{gateway_class}", gateway_class).replace(
+        "{model_server_image}", model_server_image)
     docs = [d for d in yaml.safe_load_all(text) if d]
     for d in docs:
         d["metadata"]["namespace"] = namespace
@@ -97,6 +100,7 @@ class Topology:
     # wait for its status runs out its whole timeout.
     implementation_alive: Callable[[], None] | None = None
     silence: Silence = field(default_factory=Silence)
+    model_server_image: str = DEFAULT_MODEL_SERVER_IMAGE  # of the Pods the pools select
     # The resourceVersion and time of the test's last change to the cluster.
     _after_version: int | None = field(default=None, init=False)
     _changed_at: float = field(default_factory=time.monotonic, init=False)
@@ -125,7 +129,8 @@ class Topology:
 
     def apply_file(self, name: str, *, skip: tuple[str, ...] = ()) -> None:
         """Apply the file's objects, leaving out those whose `Kind/name` is in `skip`."""
-        docs = load(name, namespace=self.namespace, gateway_class=self.gateway_class)
+        docs = load(name, namespace=self.namespace, gateway_class=self.gateway_class,
+                    model_server_image=self.model_server_image)
         self._changed(*apply(self.kube, [d for d in docs if f"{d['kind']}/{d['metadata']['name']}" not in skip]))
 
     def create(self, obj: dict) -> dict:

@@ -75,6 +75,7 @@ CASES = [
     (["--results-dir={d}/malformed.yaml/sub"], "--results-dir={d}/malformed.yaml/sub: cannot create it"),
     (["--conformance-debug=maybe"], "--conformance-debug='maybe' is not a boolean"),
     (["--skip-provisional-tests=sometimes"], "is not a boolean"),
+    (["--model-server-image=Echo Server:1"], "--model-server-image='Echo Server:1' is not an image reference"),
 ]
 
 
