@@ -161,11 +161,11 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
             state["answer"], state["since"] = verdict.problems, now
             if state["first"] is None:
                 state["first"] = now
-        if now - state["since"] >= window():
-            raise WaitSettled(what, expected, obj, now - start, verdict.problems, window())
+        if now - state["since"] >= settle_window():
+            raise WaitSettled(what, expected, obj, now - start, verdict.problems, settle_window())
         return False
 
-    def window() -> float:
+    def settle_window() -> float:
         # At least twice as long as the implementation took to answer the change.
         assert settle is not None
         reaction = (state["first"] or time.monotonic()) - settle.changed_at
@@ -177,7 +177,7 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
         if guard is not None:
             limit = min(limit, GUARD_INTERVAL)
         if state["answer"] is not None:
-            limit = min(limit, state["since"] + window() - time.monotonic())
+            limit = min(limit, state["since"] + settle_window() - time.monotonic())
         return max(1, int(limit + 0.999))
 
     def once() -> dict | None | bool:
@@ -191,8 +191,10 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
+        window = wake_in(remaining)
+        watch_ends = time.monotonic() + window
         for event in kube.watch(api_version, kind, namespace, resource_version=rv,
-                                field_selector=selector, timeout_seconds=wake_in(remaining)):
+                                field_selector=selector, timeout_seconds=window):
             etype, obj = event.get("type"), event.get("object") or {}
             if etype == "BOOKMARK":
                 continue
@@ -202,6 +204,8 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
                 return state["last"]
             if time.monotonic() >= deadline:
                 return False
+            if state["answer"] is not None and state["since"] + settle_window() < watch_ends:
+                return True  # an answer began to settle: watch again, only until it would have settled
         return False if time.monotonic() >= deadline else True  # True: watch ended early, go again
 
     while True:

@@ -160,3 +160,13 @@ def test_a_slow_implementation_gets_twice_its_reaction_time(kube, pool):
     # later. A 1 s window would fail it; twice its reaction time (4 s) does not.
     threading.Timer(5.0, write_status, (kube, pool, "Accepted")).start()
     wait(kube, pool, Settle(1, int(pool["metadata"]["resourceVersion"]), changed))
+
+
+def test_a_wrong_answer_written_while_waiting_settles(kube, pool):
+    changed = time.monotonic()
+    threading.Timer(1.0, write_status, (kube, pool, "Ready")).start()
+    started = time.monotonic()
+    with pytest.raises(WaitSettled):
+        wait(kube, pool, Settle(2, int(pool["metadata"]["resourceVersion"]), changed), timeout=60)
+    took = time.monotonic() - started
+    assert took < 8, f"the wait ended after {took:.1f}s, not about 1 s + the 2 s window"
