@@ -46,9 +46,21 @@ go tool controller-gen \
 
 # 2b. The CRD of each published revision of the API (api/revisions/), and the
 #     deepcopy functions of the packages they are made of. Each entry is
-#     "<revision>=<package directory under api/revisions>".
-REVISIONS=(v0.2=v0_2/v1alpha2 v0.5=v0_5/v1alpha2)
-REVISION_PACKAGES=(common v0_2/v1alpha2 v0_5/v1alpha2)
+#     "<revision>=<package directory under api/revisions>". The v0.x revisions
+#     are inference.networking.x-k8s.io/v1alpha2, the v1.x revisions
+#     inference.networking.k8s.io/v1; each CRD names the oldest release of its
+#     revision in its inference.networking.k8s.io/bundle-version annotation (a
+#     marker on the InferencePool type of the revision).
+REVISIONS=(
+  v0.2=v0_2/v1alpha2
+  v0.5=v0_5/v1alpha2
+  v1.0=v1_0/v1
+  v1.0.2=v1_0_2/v1
+  v1.1=v1_1/v1
+  v1.4=v1_4/v1
+  v1.6=v1_6/v1
+)
+REVISION_PACKAGES=(common v0_2/v1alpha2 v0_5/v1alpha2 v1common v1_0/v1 v1_0_2/v1 v1_1/v1 v1_4/v1 v1_6/v1)
 for pkg in "${REVISION_PACKAGES[@]}"; do
   go tool controller-gen \
     object:headerFile="${REPO_ROOT}/hack/boilerplate.go.txt" \
@@ -90,8 +102,11 @@ for pkg in "${REVISION_PACKAGES[@]}"; do
   fi
 done
 for entry in "${REVISIONS[@]}"; do
-  if [[ ! -f "${work}/revisions-crd/${entry%%=*}/inference.networking.x-k8s.io_inferencepools.yaml" ]]; then
-    echo "generate-crds: controller-gen crd produced nothing for revision ${entry%%=*}" >&2
+  shopt -s nullglob
+  rev_crds=("${work}/revisions-crd/${entry%%=*}"/inference.networking.*_inferencepools.yaml)
+  shopt -u nullglob
+  if [[ ${#rev_crds[@]} -ne 1 ]]; then
+    echo "generate-crds: controller-gen crd produced ${#rev_crds[@]} InferencePool CRDs (want 1) for revision ${entry%%=*}" >&2
     exit 1
   fi
 done
@@ -117,8 +132,8 @@ for pkg in "${REVISION_PACKAGES[@]}"; do
     "${work}/revisions-deepcopy/${pkg}/zz_generated.deepcopy.go"
 done
 for entry in "${REVISIONS[@]}"; do
-  install_set "${out_root}/manifests/crd/revisions/${entry%%=*}" 'inference.networking.x-k8s.io_*.yaml' \
-    "${work}/revisions-crd/${entry%%=*}"/inference.networking.x-k8s.io_*.yaml
+  install_set "${out_root}/manifests/crd/revisions/${entry%%=*}" 'inference.networking.*_inferencepools.yaml' \
+    "${work}/revisions-crd/${entry%%=*}"/inference.networking.*_inferencepools.yaml
 done
 
 echo "generate-crds: wrote ${#pool_crds[@]} InferencePool CRD(s) (and one per revision: ${REVISIONS[*]%%=*}) and ${#gw_crds[@]} Gateway API standard-channel CRD(s) under ${out_root}/manifests/crd"

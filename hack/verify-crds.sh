@@ -29,7 +29,7 @@ generated_files() {
       find manifests/crd -maxdepth 1 -type f -name 'inference.networking.x-k8s.io_*.yaml'
       find manifests/crd/gateway-api -maxdepth 1 -type f -name 'gateway.networking.*.yaml'
       find api/revisions -type f -name 'zz_generated.deepcopy.go'
-      find manifests/crd/revisions -mindepth 2 -maxdepth 2 -type f -name 'inference.networking.x-k8s.io_*.yaml'
+      find manifests/crd/revisions -mindepth 2 -maxdepth 2 -type f -name 'inference.networking.*_inferencepools.yaml'
     } 2>/dev/null | LC_ALL=C sort
   )
 }
