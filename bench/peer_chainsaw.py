@@ -37,9 +37,9 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -98,15 +98,18 @@ def chainsaw_binary() -> Path:
     if go is None:
         _fail(f"cannot build chainsaw {CHAINSAW_VERSION}: `go` is not on PATH (install Go, or put a chainsaw "
               f"{CHAINSAW_VERSION} binary at {target})")
-    print(f"building chainsaw {CHAINSAW_VERSION} into {target} (once; about 10 minutes on 2 cores) ...", file=sys.stderr)
+    print(f"building chainsaw {CHAINSAW_VERSION} into {target} (once; about 10 minutes on 2 cores) ...",
+          file=sys.stderr)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="chainsaw-build-") as tmp:
         work = Path(tmp)
-        (work / "go.mod").write_text(f"module chainsawbuild\n\ngo 1.24\n\nrequire {CHAINSAW_MODULE} {CHAINSAW_VERSION}\n")
+        (work / "go.mod").write_text(
+            f"module chainsawbuild\n\ngo 1.24\n\nrequire {CHAINSAW_MODULE} {CHAINSAW_VERSION}\n")
         (work / "tools.go").write_text(f'//go:build tools\n\npackage tools\n\nimport _ "{CHAINSAW_MODULE}"\n')
         env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": ""}
         partial = target.with_name(target.name + f".partial-{os.getpid()}")
-        shim = work / "vendor" / "github.com" / "kyverno" / "chainsaw" / "pkg" / "runner" / "internal" / "zz_modulepath.go"
+        shim = (work / "vendor" / "github.com" / "kyverno" / "chainsaw" / "pkg" / "runner" / "internal"
+                / "zz_modulepath.go")
         for what, argv, extra in [
             ("go mod tidy", [go, "mod", "tidy"], {"GOFLAGS": "-mod=mod"}),
             ("go mod vendor", [go, "mod", "vendor"], {}),
@@ -205,8 +208,9 @@ def _steps_pool_accepted() -> list[dict]:
 
 
 def _steps_missing_service() -> list[dict]:
-    return [{"name": "missing-service", "try": [*_apply("Service/picker"),
-                                                _pool_assert("gateway", "ResolvedRefs", "False", "InvalidExtensionRef")]}]
+    return [{"name": "missing-service",
+             "try": [*_apply("Service/picker"),
+                     _pool_assert("gateway", "ResolvedRefs", "False", "InvalidExtensionRef")]}]
 
 
 def _steps_transitions() -> list[dict]:
@@ -215,7 +219,8 @@ def _steps_transitions() -> list[dict]:
     for i, (status, reason) in enumerate([("True", "ResolvedRefs"), ("False", "InvalidExtensionRef"),
                                           ("True", "ResolvedRefs")], start=1):
         change = {"apply": {"resource": _service()}} if status == "True" else _delete("v1", "Service", "picker")
-        steps.append({"name": f"transition-{i}", "try": [change, _pool_assert("gateway", "ResolvedRefs", status, reason)]})
+        steps.append({"name": f"transition-{i}",
+                      "try": [change, _pool_assert("gateway", "ResolvedRefs", status, reason)]})
     return steps
 
 

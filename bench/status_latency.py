@@ -41,7 +41,7 @@ def latencies(kubeconfig: Path, writes: int) -> list[float]:
         reason = f"Step{i}"
         started: list[float] = []
 
-        def write() -> None:
+        def write(reason: str = reason, started: list[float] = started) -> None:
             pool = writer.get(POOL, "InferencePool", "pool", "bench")
             pool["status"] = {"parent": [{
                 "parentRef": revision.gateway_parent_ref("gateway", "bench"),
@@ -65,8 +65,8 @@ def latencies(kubeconfig: Path, writes: int) -> list[float]:
 def tier() -> float:
     t = time.monotonic()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "conformance/tests",
-                    "-k", "not test_schema and not test_status_subresource and not test_crd_drift"], cwd=REPO, check=True,
-                   capture_output=True)
+                    "-k", "not test_schema and not test_status_subresource and not test_crd_drift"],
+                   cwd=REPO, check=True, capture_output=True)
     return time.monotonic() - t
 
 
@@ -79,7 +79,8 @@ def main() -> None:
     s = summary(ms)
     wall = tier()
     report("status_latency", [
-        ("status write -> suite sees it (ms)", f"p50 {s['p50']:.1f}  p95 {s['p95']:.1f}  max {s['max']:.1f}  (n={s['n']})"),
+        ("status write -> suite sees it (ms)",
+         f"p50 {s['p50']:.1f}  p95 {s['p95']:.1f}  max {s['max']:.1f}  (n={s['n']})"),
         ("status tier with the reference implementation (s)", f"{wall:.1f}"),
     ], {"latency_ms": s, "status_tier_s": wall})
 

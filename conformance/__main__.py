@@ -1,4 +1,11 @@
-"""Command line: `python -m conformance {build,cluster,coverage}`.
+"""Run the InferencePool conformance suite, or one of its tools.
+
+  inferencepool-conformance [OPTIONS]      run the whole suite (`python -m conformance [OPTIONS]` is the same):
+                                           the same options as `pytest --pyargs conformance.tests [OPTIONS]`,
+                                           the suite's (below) and pytest's (-n 2, -k EXPR, -x, ...); with
+                                           no --kubeconfig, on the embedded cluster with the reference
+                                           implementation. It prints the suite's version and the API
+                                           revisions it knows first, and where the results went last.
 
   build                     build (or find in the cache) the control-plane binary
   cluster up [--no-crds] [--api-revision R]
@@ -15,6 +22,33 @@ import argparse
 import signal
 import sys
 import threading
+
+from .runner import describe, run
+
+COMMANDS = ("build", "cluster", "coverage", "tests", "check-reports")
+
+
+def _help() -> str:
+    from . import options
+
+    parser = argparse.ArgumentParser(prog="inferencepool-conformance", usage="%(prog)s [OPTIONS] | %(prog)s "
+                                     "{" + ",".join(COMMANDS) + "} ...", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False,
+                                     epilog="Any pytest option goes too (pytest --help lists them). Write options "
+                                            "that take a path with '=' (--kubeconfig=PATH).")
+    parser.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    parser.add_argument("--version", action="store_true",
+                        help="print the suite's version and the API revisions it knows, and exit")
+
+    class Groups:  # pytest's parser.getgroup(...).addoption(...), onto argparse: one list of options for both
+        @staticmethod
+        def getgroup(name: str, description: str = ""):
+            group = parser.add_argument_group(description or name)
+            group.addoption = group.add_argument
+            return group
+
+    options.add_options(Groups)
+    return parser.format_help()
 
 
 def _build(_args) -> int:
@@ -62,10 +96,7 @@ def _cluster_up(args) -> int:
 
 
 def _coverage(args) -> int:
-    import subprocess
-
-    return subprocess.call([sys.executable, "-m", "pytest", "--collect-only", "-q", "--rule-coverage",
-                            *args.pytest_args])
+    return run(["--collect-only", "-q", "--rule-coverage", *args.pytest_args], banner=False)
 
 
 def _tests(args) -> int:
@@ -101,7 +132,20 @@ def _check_reports(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] and argv[0] in ("-h", "--help"):
+        print(_help(), end="")
+        return 0
+    if argv == ["--version"]:
+        print(describe())
+        return 0
+    if not argv[:1] or argv[0] not in COMMANDS:
+        return run(argv)
+    return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="inferencepool-conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build the control-plane binary").set_defaults(func=_build)

@@ -14,8 +14,8 @@ wrong answer has settled (see docs/waiting.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .revisions import Revision
 
@@ -34,7 +34,7 @@ class Judgement:
         return not self.problems
 
     @staticmethod
-    def of(ok: bool, expected: str) -> "Judgement":
+    def of(ok: bool, expected: str) -> Judgement:
         """A yes/no check as a Judgement: it never counts as an answer."""
         return Judgement(() if ok else (f"not yet: {expected}",))
 
@@ -195,7 +195,8 @@ def route_ref_differences(ref: dict, gateway: str, namespace: str) -> list[str]:
     wanted = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway, "namespace": namespace}
     seen = {"group": ref.get("group", "gateway.networking.k8s.io"), "kind": ref.get("kind", "Gateway"),
             "name": ref.get("name"), "namespace": ref.get("namespace", namespace)}
-    return [f"parentRef.{k} {_show(seen[k])} where the rule wants {wanted[k]!r}" for k in wanted if seen[k] != wanted[k]]
+    return [f"parentRef.{k} {_show(seen[k])} where the rule wants {wanted[k]!r}"
+            for k in wanted if seen[k] != wanted[k]]
 
 
 def judge_route_condition(gateway: str, namespace: str, ctype: str, status: str, reason: str | None = None,

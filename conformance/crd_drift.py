@@ -172,7 +172,7 @@ def _compare_rules(d: _Diff, path: str, got: list, want: list) -> None:
         elif len(a) != len(b):
             d.add(path, f"CEL rule {json.dumps(rule)} appears {len(a)} time(s) {where} has it {len(b)} time(s)")
         else:
-            for x, y in zip(a, b):
+            for x, y in zip(a, b, strict=True):
                 for field in CEL_FIELDS:
                     gx, gy = x.get(field), y.get(field)
                     if field == "optionalOldSelf":
@@ -221,7 +221,7 @@ def _compare_schema(d: _Diff, path: str, got: dict, want: dict) -> None:
         if a is None and b is None:
             continue
         if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b)):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
                 _compare_subschema(d, f"{path} ({kw}[{i}])", x, y)
         else:
             d.value(path, kw, _brief(a), _brief(b))

@@ -112,7 +112,8 @@ def _row(r: Row) -> str:
              f"<summary><span class='badge {escape(r.outcome)}'>{escape(r.outcome)}</span>"
              f"<span class='name'>{escape(r.name)}</span><span class='meta'>{escape(labels)}"
              f"{f' · {r.duration:.2f}s' if r.duration else ''}</span>"
-             f"<span class='reason'>{escape(r.category + ': ' if r.category else '')}{escape(r.reason)}</span></summary>",
+             f"<span class='reason'>{escape(r.category + ': ' if r.category else '')}{escape(r.reason)}</span>"
+             "</summary>",
              f"<div class='meta'>{escape(r.nodeid)}</div>"]
     if r.text:
         parts.append(f"<pre>{escape(r.text)}</pre>")
@@ -122,6 +123,9 @@ def _row(r: Row) -> str:
         parts.append(f"<details class='att'><summary>{escape(a.name)}</summary><pre>{escape(a.body)}</pre></details>")
     parts.append("</details>")
     return "".join(parts)
+
+
+_RESULTS_HEAD = "<tr><th>profile</th><th>result</th><th>passed</th><th>failed</th><th>skipped</th></tr>"
 
 
 def render(*, title: str, facts: Facts, implementation: str, mode: str, date: str,
@@ -135,7 +139,8 @@ def render(*, title: str, facts: Facts, implementation: str, mode: str, date: st
     overall = profiles[0].core.result if profiles else "partial"
     fact_rows = [("Implementation", implementation), ("Mode", mode),
                  ("Extension version", facts.extension_version),
-                 ("API revision", facts.api_revision + (f" ({facts.api_revision_title})" if facts.api_revision_title else "")),
+                 ("API revision",
+                  facts.api_revision + (f" ({facts.api_revision_title})" if facts.api_revision_title else "")),
                  ("Gateway API", f"{facts.gateway_api_version} ({facts.gateway_api_channel} channel)"),
                  ("GatewayClass", facts.gateway_class), ("Kubernetes", facts.kubernetes_version),
                  ("Cluster", facts.cluster), ("Date", date)]
@@ -153,7 +158,7 @@ def render(*, title: str, facts: Facts, implementation: str, mode: str, date: st
 <div class="sub">{escape(implementation)} · {escape(date)}</div></header>
 <main>
 <h2>Result</h2>
-<table id="results"><tr><th>profile</th><th>result</th><th>passed</th><th>failed</th><th>skipped</th></tr>{tiers}</table>
+<table id="results">{_RESULTS_HEAD}{tiers}</table>
 {f"<ul class='sub'>{note_html}</ul>" if note_html else ""}
 <h2>Run</h2>
 <table id="facts">{"".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in fact_rows)}</table>

@@ -40,20 +40,29 @@ def _bool(value) -> bool:
 
 # name -> (kind, default, help). kind: str, bool, list, map
 _FLAGS: dict[str, tuple[str, object, str]] = {
-    "gateway-class": ("str", None, "GatewayClass of the implementation under test (default: the embedded reference implementation's 'reference')"),
-    "supported-features": ("list", None, "comma-separated features the implementation supports (default: read from the GatewayClass status.supportedFeatures)"),
+    "gateway-class": ("str", None, "GatewayClass of the implementation under test (default: the embedded reference "
+                                   "implementation's 'reference')"),
+    "supported-features": ("list", None, "comma-separated features the implementation supports (default: read from "
+                                         "the GatewayClass status.supportedFeatures)"),
     "exempt-features": ("list", None, "comma-separated features not to test"),
     "all-features": ("bool", False, "test every feature"),
     "skip-tests": ("list", None, "comma-separated short names of tests to skip"),
     "run-test": ("str", None, "run only the test with this short name"),
     "cleanup-base-resources": ("bool", True, "delete base resources (shared namespaces) after the run"),
-    "cleanup-test-resources": ("bool", True, "delete each test's namespace and objects after it (false keeps them for debugging)"),
+    "cleanup-test-resources": ("bool", True, "delete each test's namespace and objects after it (false keeps them "
+                                             "for debugging)"),
     "debug": ("bool", False, "log every API request and wait"),
     "namespace-labels": ("map", None, "comma-separated key=value labels for the namespaces the suite creates"),
-    "namespace-annotations": ("map", None, "comma-separated key=value annotations for the namespaces the suite creates"),
-    "model-server-image": ("str", DEFAULT_MODEL_SERVER_IMAGE, f"image of the model-server Pods the status tests' pools select; it is given HTTP_PORT=8000, the pools' target port (default: Gateway API's echo server, {DEFAULT_MODEL_SERVER_IMAGE})"),
+    "namespace-annotations": ("map", None,
+                              "comma-separated key=value annotations for the namespaces the suite creates"),
+    "model-server-image": ("str", DEFAULT_MODEL_SERVER_IMAGE,
+                           "image of the model-server Pods the status tests' pools select; it is given HTTP_PORT=8000, "
+                           "the pools' target port (default: Gateway API's echo server, "
+                           f"{DEFAULT_MODEL_SERVER_IMAGE})"),
     "conformance-profiles": ("list", None, "comma-separated conformance profiles to run (known: Gateway)"),
-    "report-output": ("str", None, "write the ConformanceReport YAML to this file (default: <results-dir>/<version>-<mode>-<profile>-report.yaml when the implementation metadata is given)"),
+    "report-output": ("str", None, "write the ConformanceReport YAML to this file (default: "
+                                   "<results-dir>/<version>-<mode>-<profile>-report.yaml when the implementation "
+                                   "metadata is given)"),
     "organization": ("str", None, "implementation's organization, for the report"),
     "project": ("str", None, "implementation's project, for the report"),
     "url": ("str", None, "implementation's URL, for the report"),
@@ -65,11 +74,17 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
     "fail-fast": ("bool", False, "stop at the first failure"),
     "timeout-config-overrides": ("str", None, "override timeouts: Name:seconds;Name:seconds"),
     "conformance-options-file": ("str", None, "YAML file with any of these options (the command line wins)"),
-    "kubeconfig": ("str", None, "kubeconfig of the cluster to test (default: $KUBECONFIG; none: start the embedded cluster)"),
+    "kubeconfig": ("str", None,
+                   "kubeconfig of the cluster to test (default: $KUBECONFIG; none: start the embedded cluster)"),
     "context": ("str", None, "kubeconfig context to use"),
-    "api-revision": ("str", None, "force the InferencePool API revision instead of detecting it from the installed CRD"),
-    "results-dir": ("str", None, "directory for the run's JUnit XML, Allure results, HTML page and report (default: reports/out/<UTC time>-<run id>/ under the rootdir)"),
-    "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under test ({kubeconfig} is replaced by the kubeconfig path, {api_revision} by the API revision's name)"),
+    "api-revision": ("str", None,
+                     "force the InferencePool API revision instead of detecting it from the installed CRD"),
+    "results-dir": ("str", None, "directory for the run's JUnit XML, Allure results, HTML page and report (default: "
+                                 "reports/out/<UTC time>-<run id>/ under pytest's rootdir: the checkout, or the "
+                                 "directory an installed suite runs in)"),
+    "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under "
+                                            "test ({kubeconfig} is replaced by the kubeconfig path, {api_revision} by "
+                                            "the API revision's name)"),
 }
 
 # pytest owns --debug and --version, so on the command line these two carry a
@@ -77,23 +92,59 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
 CLI_NAMES = {"debug": "conformance-debug", "version": "implementation-version"}
 
 PROFILES = ("Gateway",)
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _TOKEN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.+]*$")  # same rule as conformance.report
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # An image reference: [registry[:port]/]path[:tag][@digest] (the grammar of distribution/reference).
 _IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE_DOMAIN = r"(?:[A-Za-z0-9]|[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9])(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9]))*(?::[0-9]+)?"
+_IMAGE_DOMAIN = (r"(?:[A-Za-z0-9]|[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9])"
+                 r"(?:\.(?:[A-Za-z0-9]|[A-Za-z0-9][-A-Za-z0-9]*[A-Za-z0-9]))*(?::[0-9]+)?")
 _IMAGE = re.compile(rf"^(?:{_IMAGE_DOMAIN}/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
                     r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$")
 
 
+# Command-line flags that only a pytest run has (an options file has none of them): name -> help.
+RUN_FLAGS: dict[str, str] = {
+    "rule-coverage": "print which collected tests check each SPEC rule, then stop",
+}
+
+# How `--help` groups the options, in this order (pytest's and `python -m conformance`'s alike; the
+# README's "Options" lists them the same way): (group name, heading, the flags in it).
+GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("conformance-cluster", "InferencePool conformance: the cluster under test",
+     ("kubeconfig", "context", "api-revision", "allow-crds-mismatch")),
+    ("conformance-implementation", "InferencePool conformance: the implementation under test",
+     ("gateway-class", "implementation-command", "supported-features", "exempt-features", "all-features",
+      "model-server-image")),
+    ("conformance-selection", "InferencePool conformance: which tests run",
+     ("conformance-profiles", "run-test", "skip-tests", "skip-provisional-tests", "fail-fast", "rule-coverage")),
+    ("conformance-reports", "InferencePool conformance: results and the ConformanceReport",
+     ("results-dir", "report-output", "organization", "project", "url", "version", "contact", "mode")),
+    ("conformance-run", "InferencePool conformance: how the suite runs",
+     ("conformance-options-file", "timeout-config-overrides", "cleanup-base-resources", "cleanup-test-resources",
+      "namespace-labels", "namespace-annotations", "debug")),
+)
+
+
+_METAVARS = {"bool": "true|false", "list": "A,B", "map": "K=V,K=V"}
+
+
 def add_options(parser) -> None:
-    group = parser.getgroup("inferencepool-conformance", "InferencePool conformance")
-    for name, (kind, _default, help_) in _FLAGS.items():
-        kw: dict = {"dest": "ipc_" + name.replace("-", "_"), "default": None, "help": help_}
-        if kind == "bool":
-            kw.update(nargs="?", const="true", metavar="true|false")
-        group.addoption(f"--{CLI_NAMES.get(name, name)}", **kw)
+    """Register the options with pytest's parser (or anything with its `getgroup(name, heading).addoption`)."""
+    for group_name, heading, names in GROUPS:
+        group = parser.getgroup(group_name, heading)
+        for name in names:
+            if name in RUN_FLAGS:
+                group.addoption(f"--{name}", action="store_true", default=False, dest=name.replace("-", "_"),
+                                help=RUN_FLAGS[name])
+                continue
+            kind, _default, help_ = _FLAGS[name]
+            kw: dict = {"dest": "ipc_" + name.replace("-", "_"), "default": None, "help": help_,
+                        "metavar": _METAVARS.get(kind, name.upper().replace("-", "_"))}
+            if kind == "bool":
+                kw.update(nargs="?", const="true")
+            group.addoption(f"--{CLI_NAMES.get(name, name)}", **kw)
 
 
 def bare_bools_to_true(args: list[str]) -> None:
@@ -110,6 +161,12 @@ def bare_bools_to_true(args: list[str]) -> None:
             args[i] = f"{arg}=true"
 
 
+def given_on_command_line(args) -> bool:
+    """Whether any of the suite's options is among these command-line arguments."""
+    flags = {f"--{CLI_NAMES.get(n, n)}" for n in _FLAGS} | {f"--{n}" for n in RUN_FLAGS}
+    return any(str(a).split("=", 1)[0] in flags for a in args)
+
+
 def path_values_taken_for_tests(args: list[str]) -> str | None:
     """The first `--option VALUE` (apart) whose VALUE is an existing path, as `--option=VALUE`.
 
@@ -119,7 +176,7 @@ def path_values_taken_for_tests(args: list[str]) -> str | None:
     configuration (test paths, options) without a word.
     """
     valued = {f"--{CLI_NAMES.get(n, n)}" for n, (kind, _d, _h) in _FLAGS.items() if kind != "bool"}
-    for arg, value in zip(args, args[1:]):
+    for arg, value in zip(args, args[1:], strict=False):
         if arg == "--":
             break
         if arg in valued and not value.startswith("-") and os.path.exists(value):
@@ -174,18 +231,20 @@ def _load_file(path: str) -> dict:
     try:
         doc = yaml.safe_load(p.read_text())
     except OSError as e:
-        raise OptionError(f"--conformance-options-file {path}: cannot read it ({e.strerror}); pass a readable YAML file")
+        raise OptionError(f"--conformance-options-file {path}: cannot read it ({e.strerror}); pass a readable "
+                          "YAML file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise OptionError(f"--conformance-options-file {path}: not valid YAML{where}; fix the file")
+        raise OptionError(f"--conformance-options-file {path}: not valid YAML{where}; fix the file") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):
         raise OptionError(f"--conformance-options-file {path}: must be a mapping of option names to values")
     unknown = sorted(k for k in doc if str(k) not in _FLAGS or k == "conformance-options-file")
     if unknown:
-        raise OptionError(f"--conformance-options-file {path}: unknown option(s) {', '.join(map(str, unknown))}; use the command-line names, e.g. gateway-class")
+        raise OptionError(f"--conformance-options-file {path}: unknown option(s) {', '.join(map(str, unknown))}; "
+                          "use the command-line names, e.g. gateway-class")
     return doc
 
 
@@ -195,7 +254,8 @@ def _convert(name: str, kind: str, raw) -> object:
         if isinstance(raw, (dict, list)):
             raise OptionError(f"--{flag} takes one value, not {type(raw).__name__}")
         if isinstance(raw, float):  # YAML reads `version: 1.10` as 1.1
-            raise OptionError(f"--{flag}: {raw!r} was read as a number from the options file; quote the value (\"1.10\", not 1.10)")
+            raise OptionError(f"--{flag}: {raw!r} was read as a number from the options file; quote the value "
+                              "(\"1.10\", not 1.10)")
         value = str(raw).strip()
         if not value:
             raise OptionError(f"--{flag} is empty; give a value or leave the option out")
@@ -249,7 +309,8 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
     for opt in ("supported-features", "exempt-features"):
         unknown = sorted(set(values[opt] or ()) - known_features)
         if unknown:
-            raise OptionError(f"--{opt}: unknown feature(s) {', '.join(unknown)} (known: {', '.join(sorted(known_features))})")
+            raise OptionError(f"--{opt}: unknown feature(s) {', '.join(unknown)} "
+                              f"(known: {', '.join(sorted(known_features))})")
     if values["all-features"] and values["supported-features"]:
         raise OptionError("--all-features and --supported-features exclude each other; give one")
     profiles = values["conformance-profiles"] or PROFILES
@@ -259,9 +320,11 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
     if known_tests is not None:
         for t in [values["run-test"], *(values["skip-tests"] or ())]:
             if t and t not in known_tests:
-                raise OptionError(f"unknown test {t!r} in --run-test/--skip-tests; list them with `python -m conformance tests`")
+                raise OptionError(f"unknown test {t!r} in --run-test/--skip-tests; list them with "
+                                  "`python -m conformance tests`")
     if known_revisions is not None and values["api-revision"] and values["api-revision"] not in known_revisions:
-        raise OptionError(f"--api-revision={values['api-revision']}: unknown (known: {', '.join(sorted(known_revisions))})")
+        raise OptionError(f"--api-revision={values['api-revision']}: unknown "
+                          f"(known: {', '.join(sorted(known_revisions))})")
     timeouts = TimeoutConfig()
     if values["timeout-config-overrides"]:
         try:
@@ -305,7 +368,8 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
     if values["context"] and not kubeconfig:
         raise OptionError("--context needs a kubeconfig: pass --kubeconfig or set KUBECONFIG")
     if values["implementation-command"] and kubeconfig:
-        raise OptionError("--implementation-command runs your controller against the embedded cluster; leave out --kubeconfig/KUBECONFIG, or start the controller yourself")
+        raise OptionError("--implementation-command runs your controller against the embedded cluster; leave out "
+                          "--kubeconfig/KUBECONFIG, or start the controller yourself")
 
     return Options(
         gateway_class=values["gateway-class"],

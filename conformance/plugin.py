@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
-from . import evidence, options, rules
+from . import data, evidence, inventory, options, rules, runner
 from .cluster.provider import KubeconfigError, UserClusterManager
 from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
-from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
 from .reporting import ReportPlugin
+from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
 from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
 from .topology import SILENT
 from .wait import WaitTimeout, wait_for
@@ -40,22 +41,41 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if joined and early_config.inipath is None:
         raise pytest.UsageError(f"write {joined} with '=': given apart, pytest took {joined.split('=', 1)[1]} "
                                 "for a test path and lost the suite's configuration")
+    # A run of the installed suite (`pytest --pyargs conformance.tests` from anywhere) has none of the
+    # checkout's pytest configuration: what of it the suite relies on, it sets itself. Its markers are
+    # registered in pytest_configure and checked in pytest_collection_modifyitems (strict markers); here,
+    # no cache directory (-p no:cacheprovider) in the directory the run starts from.
+    ns = early_config.known_args_namespace
+    if inventory.scope(list(getattr(ns, "file_or_dir", None) or []), Path(early_config.invocation_params.dir),
+                       pyargs=bool(getattr(ns, "pyargs", False))) != "none":
+        if not early_config.pluginmanager.is_blocked("cacheprovider"):
+            early_config.pluginmanager.consider_pluginarg("no:cacheprovider")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
-    parser.getgroup("inferencepool-conformance").addoption(
-        "--rule-coverage", action="store_true", default=False,
-        help="print which collected tests check each SPEC rule, then stop")
+
+
+# The markers the suite's tests use, registered by the plugin itself (a run of the installed suite
+# has no configuration file to register them): name -> the line `pytest --markers` shows.
+MARKERS = {
+    "rule": "rule(*ids): the SPEC rules this test checks",
+    "features": "features(*names): the features this test needs from the implementation",
+    "api_revision_has": "api_revision_has(*fields): the API revision fields (conformance.revisions.Revision) "
+                        "this test needs to be true",
+    "provisional": "provisional: behaviour not settled upstream yet (--skip-provisional-tests skips it)",
+    "k8s": "k8s: pytest-kubernetes cluster marker",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml and allure read their output options
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "rule(*ids): the SPEC rules this test checks")
-    config.addinivalue_line("markers", "features(*names): the features this test needs from the implementation")
-    config.addinivalue_line("markers", "api_revision_has(*fields): the API revision fields (conformance.revisions."
-                            "Revision) this test needs to be true")
-    config.addinivalue_line("markers", "k8s: pytest-kubernetes cluster marker")
+    for line in MARKERS.values():
+        config.addinivalue_line("markers", line)
+    missing = data.problem()
+    if missing and inventory.scope(list(config.args), Path(config.invocation_params.dir),
+                                   pyargs=bool(config.option.pyargs)) != "none":
+        raise pytest.UsageError(missing)
     try:
         opts = options.from_config(config, FEATURES, known_revisions=frozenset(REVISIONS))
         user = UserClusterManager(opts.kubeconfig, opts.context) if opts.kubeconfig else None
@@ -66,7 +86,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if opts.debug:  # every API request (urllib3's log) and every wait, shown live
         config.option.log_cli_level = config.option.log_cli_level or "DEBUG"
         config.option.log_level = config.option.log_level or "DEBUG"
-    config.addinivalue_line("markers", "provisional: behaviour not settled upstream yet (--skip-provisional-tests skips it)")
     config.stash[SESSION] = SuiteSession(config, opts, user)
     config.pluginmanager.register(ReportPlugin(config, config.stash[SESSION]), "ipc-report")
     # A CI runner stops jobs with SIGTERM: turn it into Ctrl-C so cleanup still runs.
@@ -93,7 +112,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         where = f"cluster: {session.user.server} (context {session.user.context_name})"
     else:
         where = "cluster: embedded control plane, started on first use"
-    return [where, f"gateway class: {opts.gateway_class or REFERENCE_GATEWAY_CLASS}"
+    return [*runner.describe().splitlines(), where, f"gateway class: {opts.gateway_class or REFERENCE_GATEWAY_CLASS}"
             + (" (reference implementation)" if opts.embedded and not opts.gateway_class else "")]
 
 
@@ -102,7 +121,17 @@ def short_name(item: pytest.Item) -> str:
     return getattr(item, "originalname", item.name).removeprefix("test_")
 
 
+def unregistered_markers(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """The markers on the suite's tests that nothing registered (what --strict-markers refuses)."""
+    registered = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")}
+    return sorted({m.name for item in items if item.path.is_relative_to(inventory.SUITE_DIR)
+                   for m in item.iter_markers()} - registered)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unregistered = unregistered_markers(config, items)
+    if unregistered:
+        raise pytest.UsageError(f"the suite's tests use unregistered marker(s): {', '.join(unregistered)}")
     unknown = sorted({r for item in items for m in item.iter_markers("rule") for r in m.args} - set(rules.RULES))
     if unknown:
         raise pytest.UsageError(f"tests name unknown rule(s): {', '.join(unknown)}")
@@ -168,6 +197,11 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and options.given_on_command_line(
+            config.invocation_params.args):
+        terminalreporter.write_line("no conformance test was collected: name the suite, "
+                                    "`pytest --pyargs conformance.tests ...`, or run `inferencepool-conformance ...`",
+                                    yellow=True, bold=True)
     session = config.stash.get(SESSION, None)
     if session is not None and session.revision_mismatch:
         terminalreporter.write_line(session.revision_mismatch, yellow=True, bold=True)

@@ -56,7 +56,8 @@ def check_report_file(path: Path, extension_version: str | None = None, profile:
         problems.append(f"{report.EXTENSION_VERSION_KEY} is {doc[report.EXTENSION_VERSION_KEY]}, "
                         f"but the folder is {extension_version}")
     if profile is not None and [p["name"] for p in doc["profiles"]] != [profile]:
-        problems.append(f"profiles are {', '.join(p['name'] for p in doc['profiles'])}, but the folder is for {profile}")
+        names = ", ".join(p["name"] for p in doc["profiles"])
+        problems.append(f"profiles are {names}, but the folder is for {profile}")
     return problems
 
 
@@ -98,7 +99,7 @@ def check_readme(folder: Path, reports: dict[str, dict | None]) -> list[str]:
         header, rows = table
         linked = []
         for n, row in enumerate(rows, 1):
-            cell = dict(zip(header, row))
+            cell = dict(zip(header, row, strict=False))
             m = _LINK.search(cell.get("report", ""))
             if not m:
                 problems.append(f"table row {n}: the report column has no link")

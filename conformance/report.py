@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import yaml
 
@@ -219,7 +219,7 @@ def summary(p: ProfileResult, notes: tuple[str, ...] = ()) -> str:
 
 
 def rfc3339(moment: datetime | None = None) -> str:
-    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
+    moment = (moment or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     return moment.isoformat().replace("+00:00", "Z")
 
 

@@ -311,7 +311,8 @@ class ReportPlugin:
                                          rules=tuple(rec.properties.get("rule", "").split())))
         return tests, notes
 
-    def _not_run_notes(self, tests: list[ProfileTest], outcomes: dict, exitstatus: int) -> tuple[dict[str, str], list[str]]:
+    def _not_run_notes(self, tests: list[ProfileTest], outcomes: dict,
+                       exitstatus: int) -> tuple[dict[str, str], list[str]]:
         """Why each test of the profile without an outcome did not run, and a count per reason."""
         why: dict[str, str] = {}
         for t in tests:
@@ -377,6 +378,7 @@ class ReportPlugin:
                 per_category[cat.name] += 1
         if per_category:
             self.lines.append("Failures by category: " + "; ".join(f"{name}: {n}" for name, n in per_category.items()))
+        self.lines.append(f"Results: {self.results_dir}")
 
         # The ConformanceReport.
         missing = cr.missing_metadata(implementation)

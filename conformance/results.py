@@ -33,7 +33,7 @@ class Facts:
         return dict(self.__dict__)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Facts":
+    def from_dict(cls, d: dict) -> Facts:
         return cls(**{k: str(v) for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
@@ -188,7 +188,8 @@ def read_allure(directory: Path | None, run: str | None = None) -> dict[str, lis
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        fixtures = [a for part in ("befores", "afters") for f in doc.get(part) or [] for a in _attachments(directory, f)]
+        fixtures = [a for part in ("befores", "afters") for f in doc.get(part) or []
+                    for a in _attachments(directory, f)]
         if not fixtures:
             continue
         for child in doc.get("children") or []:

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .data import MANIFESTS
+
 CRD_NAME = "inferencepools.inference.networking.x-k8s.io"
 # How the skip reason of a test (or schema case) that the API revision in use
 # does not have begins: like not-supported, it says nothing about the implementation.
 NOT_APPLICABLE_PREFIX = "not-applicable:"
-MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 GATEWAY_API_CRDS = MANIFESTS / "crd" / "gateway-api"
 
 

@@ -20,8 +20,9 @@ import pytest
 import yaml
 
 from . import evidence
+from .data import MANIFESTS
 from .kube import ApiError, Kube
-from .revisions import MANIFESTS, REVISIONS, Revision
+from .revisions import REVISIONS, Revision
 
 CASES_DIR = MANIFESTS / "schema"
 POOL_API = "inference.networking.x-k8s.io/v1alpha2"
@@ -193,7 +194,8 @@ def _subset_problems(expected, actual, path: str = "") -> list[str]:
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
             return [f"{path}: expected {len(expected)} item(s) {expected!r}, got {actual!r}"]
-        return [p for i, (e, a) in enumerate(zip(expected, actual)) for p in _subset_problems(e, a, f"{path}.{i}")]
+        return [p for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+                for p in _subset_problems(e, a, f"{path}.{i}")]
     return [] if expected == actual else [f"{path}: expected {expected!r}, got {actual!r}"]
 
 

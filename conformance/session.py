@@ -16,18 +16,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from kubernetes import config as k8s_config
 
 from . import revisions
-from .features import CORE_FEATURES, FEATURES, REFERENCE_GATEWAY_CLASS
 from .cluster.binary import BuildError
 from .cluster.embedded import ClusterError
 from .cluster.provider import EmbeddedManager, UserClusterManager
+from .features import CORE_FEATURES, FEATURES, REFERENCE_GATEWAY_CLASS
 from .kube import ApiError, Kube
 from .options import Options
 from .topology import Silence
@@ -140,8 +140,8 @@ class SuiteSession:
             self.kubernetes_version = kube.request("GET", "/version", timeout=(5, 5))["gitVersion"]
         except Exception as e:
             server = getattr(self.user, "server", "the cluster")
-            pytest.exit(f"cannot reach {server}: {_short(e)}; check --kubeconfig/--context and that the cluster is running",
-                        returncode=EXIT_ENVIRONMENT)
+            pytest.exit(f"cannot reach {server}: {_short(e)}; check --kubeconfig/--context and that the cluster is "
+                        "running", returncode=EXIT_ENVIRONMENT)
         return kube
 
     @property
@@ -160,7 +160,7 @@ class SuiteSession:
     @property
     def revision(self) -> revisions.Revision:
         if self._revision is None:
-            self.kube  # the first contact settles the revision
+            _ = self.kube  # the first contact settles the revision
         assert self._revision is not None
         return self._revision
 

@@ -29,7 +29,7 @@ class TimeoutConfig:
     # stand still before a status wait ends early (at least; see docs/waiting.md).
     StatusSettleWindow: float = 5
 
-    def with_overrides(self, spec: str) -> "TimeoutConfig":
+    def with_overrides(self, spec: str) -> TimeoutConfig:
         """Apply `Name:seconds;Name:seconds`; ValueError names the bad part."""
         known = {f.name for f in fields(self)}
         changes: dict[str, float] = {}
@@ -43,7 +43,8 @@ class TimeoutConfig:
             try:
                 seconds = float(value.strip().removesuffix("s"))
             except ValueError:
-                raise ValueError(f"timeout {name} has value {value.strip()!r}, which is not a number of seconds") from None
+                raise ValueError(f"timeout {name} has value {value.strip()!r}, which is not a number of "
+                                 "seconds") from None
             if not 0 < seconds < 86400:
                 raise ValueError(f"timeout {name} must be more than 0 and less than a day, not {seconds:g}")
             changes[name] = seconds

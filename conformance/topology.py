@@ -18,15 +18,16 @@ remaining pool waits get only a short grace instead of their whole timeout.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import yaml
 
 from . import conditions, evidence
+from .data import MANIFESTS
 from .kube import Kube
 from .options import DEFAULT_MODEL_SERVER_IMAGE
-from .revisions import MANIFESTS, Revision
+from .revisions import Revision
 from .timeouts import TimeoutConfig
 from .wait import Settle, WaitSettled, WaitTimeout, wait_for
 
@@ -191,7 +192,8 @@ class Topology:
                 "spec": {"type": "ExternalName", "externalName": "picker.example.com"}}
 
     def pool(self, name: str = "pool", /, **extension_ref) -> dict:
-        return {"apiVersion": POOL_API, "kind": "InferencePool", "metadata": {"name": name, "namespace": self.namespace},
+        return {"apiVersion": POOL_API, "kind": "InferencePool",
+                "metadata": {"name": name, "namespace": self.namespace},
                 "spec": {"selector": {"app": "model-server"}, "targetPortNumber": 8000,
                          "extensionRef": {"name": "picker", **extension_ref}}}
 

@@ -6,13 +6,14 @@ import argparse
 import logging
 import signal
 import sys
+import textwrap
 import threading
 
 from kubernetes import client, config
 
 from conformance.kube import Kube
 
-from . import faults
+from . import behaviours, faults
 from .cache import Cache
 from .controller import Controller
 from .model import DEFAULT_CONTROLLER
@@ -25,7 +26,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m reference_gateway",
         description="A status-only reference gateway controller for the InferencePool API. "
-                    "Logs one line per status write; stops on SIGINT or SIGTERM.")
+                    "Logs one line per status write; stops on SIGINT or SIGTERM.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="benign behaviours (--behaviour):\n" + "\n".join(
+            textwrap.fill(f"{name}: {text}", 100, initial_indent="  ", subsequent_indent="    ")
+            for name, text in sorted(behaviours.BEHAVIOURS.items())))
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--controller-name", default=DEFAULT_CONTROLLER,
                    help="the GatewayClass spec.controllerName this controller answers to (default: %(default)s)")
@@ -36,6 +41,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the InferencePool CRD revision installed in the cluster (default: %(default)s)")
     p.add_argument("--fault", action="append", default=[], choices=sorted(faults.FAULTS), metavar="NAME",
                    help="switch on a deliberate mistake (repeatable): " + ", ".join(sorted(faults.FAULTS)))
+    p.add_argument("--behaviour", action="append", default=[], choices=sorted(behaviours.BEHAVIOURS),
+                   metavar="NAME",
+                   help="switch on a benign (conformant but unusual) behaviour (repeatable): "
+                        + ", ".join(sorted(behaviours.BEHAVIOURS)) + " (described below)")
+    p.add_argument("--slow-seconds", type=float, default=behaviours.DEFAULT_SLOW_SECONDS, metavar="SECONDS",
+                   help="with --behaviour slow: seconds between an event and the status write (default: %(default)g)")
+    p.add_argument("--rewrite-seconds", type=float, default=behaviours.DEFAULT_REWRITE_SECONDS, metavar="SECONDS",
+                   help="with --behaviour frequent-rewrites: seconds between two rewrites (default: %(default)g)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p.parse_args(argv)
 
@@ -57,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     faults.activate(args.fault)
     if args.fault:
         log.warning("faults switched on: %s", ", ".join(sorted(args.fault)))
+    behaviours.activate(args.behaviour, slow_seconds=args.slow_seconds, rewrite_seconds=args.rewrite_seconds)
+    if args.behaviour:
+        log.warning("benign behaviours switched on: %s%s", ", ".join(sorted(args.behaviour)),
+                    f" (slow: {args.slow_seconds:g}s)" if "slow" in args.behaviour else "")
 
     stop = threading.Event()
 

@@ -28,6 +28,13 @@ def slim(kind: str, obj: dict) -> dict:
     return {**obj, "metadata": md}
 
 
+def _version(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or -1)
+    except ValueError:
+        return -1
+
+
 def _item(kind: str, k: Key) -> Item:
     return kind, k[0], k[1]
 
@@ -38,6 +45,10 @@ class Cache(World):
     def __init__(self, controller_name: str, gateway_class: str | None = None) -> None:
         super().__init__(controller_name=controller_name, gateway_class=gateway_class)
         self.lock = threading.RLock()
+        # Fault drop-first-pool-event: pools not known yet, and the resourceVersion of
+        # the latest route or Gateway event that named each pool.
+        self._unannounced: dict[Key, dict] = {}
+        self._named_at: dict[Key, int] = {}
 
     # -- updates -------------------------------------------------------------
 
@@ -47,6 +58,8 @@ class Cache(World):
             store = self.store(kind)
             k = key(obj)
             old = store.get(k)
+            if kind == "InferencePool":
+                self._unannounced.pop(k, None)  # (fault drop-first-pool-event) its own event makes it known
             if event == "DELETED":
                 if kind == "Service" and faults.on("no-invalid-ref-on-delete"):
                     return set()
@@ -58,8 +71,35 @@ class Cache(World):
                 new = slim(kind, obj)
                 if old is not None and old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
                     return set()  # already seen (e.g. our own write, stored from the response)
+                if kind == "Service" and old is not None and faults.on("externalname-only-on-switch"):
+                    new["spec"]["type"] = old["spec"]["type"]  # the type it had when first seen, for good
                 store[k] = new
-            return self._affected(kind, k, old, new)
+            items = self._affected(kind, k, old, new, _version(obj))
+            if faults.on("drop-first-pool-event"):
+                items = self._drop_first_pool_event(kind, event, k, obj, items)
+            return items
+
+    def _drop_first_pool_event(self, kind: str, event: str, k: Key, obj: dict, items: set[Item]) -> set[Item]:
+        """Fault drop-first-pool-event: a new pool's creation is lost, and the pool is known only
+        once a later event involves it (its own change, or a route or Gateway event naming it).
+
+        "Later" is by resourceVersion, not by arrival: each kind has its own watch,
+        so a route created after the pool may be seen before it."""
+        rv = _version(obj)
+        if kind == "InferencePool":
+            if event == "ADDED" and k in self.pools and self._named_at.get(k, -1) < rv:
+                self._unannounced[k] = self.pools.pop(k)
+                return set()
+            return items
+        for item in list(items):
+            pk = item[1:]
+            if item[0] != "InferencePool":
+                continue
+            self._named_at[pk] = max(self._named_at.get(pk, -1), rv)
+            if pk in self._unannounced and rv > _version(self._unannounced[pk]):
+                pool = self.pools[pk] = self._unannounced.pop(pk)
+                items |= self._affected("InferencePool", pk, None, pool)
+        return items
 
     def replace_all(self, kind: str, objs: Iterable[dict]) -> set[Item]:
         """A fresh list replaces what was known: missing objects count as deleted."""
@@ -84,7 +124,8 @@ class Cache(World):
 
     # -- what an event affects -----------------------------------------------
 
-    def _affected(self, kind: str, k: Key, old: dict | None, new: dict | None) -> set[Item]:
+    def _affected(self, kind: str, k: Key, old: dict | None, new: dict | None, rv: int = -1) -> set[Item]:
+        """The work items an event calls for; `rv` is the event's resourceVersion."""
         came_or_went = old is None or new is None or terminating(old) != terminating(new)
         if kind == "GatewayClass":
             items = {_item(kind, k)} if new is not None and self.class_is_ours(new) else set()
@@ -113,7 +154,11 @@ class Cache(World):
             if not came_or_went and spec(old).get("type") == spec(new).get("type"):
                 return set()
             items = {_item("InferencePool", pk) for pk, p in self.pools.items()
-                     if pk[0] == k[0] and extension_ref(p)[2] == k[1]}
+                     if pk[0] == k[0] and extension_ref(p)[2] == k[1]
+                     # The fault: a Service change after the pool's own last change is not looked at
+                     # (by resourceVersion, so a Service event that arrives late still counts).
+                     and not (faults.on("resolvedrefs-ignores-service-changes")
+                              and rv > _version(p))}
             items |= {_item("HTTPRoute", rk) for rk, r in self.routes.items() if k in route_service_keys(r)}
             return items
         raise KeyError(kind)

@@ -17,7 +17,7 @@ from typing import Iterable
 
 from conformance.kube import ApiError, Kube
 
-from . import faults, status
+from . import behaviours, faults, status
 from .cache import Cache, Item
 from .model import KINDS, Key, key, terminating
 from .revisions import Revision
@@ -30,34 +30,52 @@ ERROR_RETRY_SECONDS = 1.0
 
 
 class WorkQueue:
-    """A de-duplicating FIFO: an item waiting already is not added twice."""
+    """A de-duplicating delayed queue.
 
-    def __init__(self) -> None:
+    Each item is handed out at its due time, `delay` seconds after it was added
+    (none by default: then it is a FIFO), earliest first. An item waiting
+    already is not added twice; it keeps the earlier of its due times, so a
+    burst of events for one object makes one reconcile, and many objects
+    changing at once are each handed out on time (nothing waits behind another
+    item's delay).
+    """
+
+    def __init__(self, delay: float = 0.0) -> None:
         self._cv = threading.Condition()
-        self._pending: dict[Item, float] = {}  # item -> when it was first enqueued (monotonic)
+        # item -> (due, when it was first enqueued), both time.monotonic()
+        self._pending: dict[Item, tuple[float, float]] = {}
         self._closed = False
+        self.delay = delay
 
-    def add(self, items: Iterable[Item]) -> None:
+    def add(self, items: Iterable[Item], delay: float | None = None) -> None:
         now = time.monotonic()
+        due = now + (self.delay if delay is None else delay)
         with self._cv:
             for item in items:
-                self._pending.setdefault(item, now)
+                old = self._pending.get(item)
+                if old is None:
+                    self._pending[item] = (due, now)
+                elif due < old[0]:
+                    self._pending[item] = (due, old[1])
             self._cv.notify()
 
     def add_after(self, item: Item, delay: float) -> None:
-        t = threading.Timer(delay, self.add, ([item],))
-        t.daemon = True
-        t.start()
+        self.add([item], delay)
 
     def get(self) -> tuple[Item, float] | None:
-        """The oldest item and when it was enqueued; None once closed."""
+        """The item due first, once due, and when it was enqueued; None once closed."""
         with self._cv:
-            while not self._pending and not self._closed:
-                self._cv.wait()
-            if self._closed:
-                return None
-            item = next(iter(self._pending))
-            return item, self._pending.pop(item)
+            while not self._closed:
+                if not self._pending:
+                    self._cv.wait()
+                    continue
+                item, (due, enqueued) = min(self._pending.items(), key=lambda kv: kv[1][0])
+                wait = due - time.monotonic()
+                if wait <= 0:
+                    del self._pending[item]
+                    return item, enqueued
+                self._cv.wait(wait)
+            return None
 
     def close(self) -> None:
         with self._cv:
@@ -68,17 +86,26 @@ class WorkQueue:
 class Controller:
     def __init__(self, kube: Kube, cache: Cache, revision: Revision) -> None:
         self.kube, self.cache, self.revision = kube, cache, revision
-        self.queue = WorkQueue()
+        # Behaviour `slow`: every reconcile waits until its due time, item by item.
+        self.queue = WorkQueue(behaviours.write_delay())
         self.stop_event = threading.Event()
         self.watchers: list[Watcher] = []
         self._worker = threading.Thread(target=self._run, name="worker")
+        self._rewriter = threading.Thread(target=self._rewrite_managed, name="rewriter", daemon=True)
         # The parentRefs this controller last wrote to each pool; how it tells
         # its own entries from other controllers' (pool entries carry no owner).
         self._owned: dict[Key, list[tuple[dict, Key]]] = {}
+        # Pools this controller has had an entry on since they appeared (behaviour
+        # eager-writer leaves their placeholder alone once it is back).
+        self._managed: set[Key] = set()
+        # Fault replace-parent-list: the status each pool was last written with.
+        self._last_written: dict[Key, dict] = {}
 
     def start(self) -> None:
         self.watchers = start_watchers(self.kube, self.cache, self.queue.add, self.stop_event)
         self._worker.start()
+        if behaviours.on("frequent-rewrites"):
+            self._rewriter.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         self.stop_event.set()
@@ -105,6 +132,23 @@ class Controller:
                 log.warning("%s %s/%s: %s; retrying in %.0fs", *item, e, ERROR_RETRY_SECONDS)
                 self.queue.add_after(item, ERROR_RETRY_SECONDS)
 
+    def _rewrite_managed(self) -> None:
+        """Behaviour frequent-rewrites: reconcile every pool and route with an entry of ours, often.
+
+        The condition messages carry the number of the round (`status.as_written`),
+        so each of these reconciles writes, with no change of meaning."""
+        if not wait_synced(self.watchers, self.stop_event):
+            return
+        while not self.stop_event.wait(behaviours.rewrite_seconds()):
+            with self.cache.lock:
+                items = {("InferencePool", *pk) for pk, p in self.cache.pools.items()
+                         if status.pool_has_entry_of(p, self.cache, self.revision, self._owned.get(pk, []))}
+                items |= {("HTTPRoute", *rk) for rk, r in self.cache.routes.items()
+                          if status.route_has_entry_of(r, self.cache)}
+            if items:
+                log.info("rewrite round %d: %d object(s)", behaviours.next_rewrite_round(), len(items))
+                self.queue.add(items)
+
     def reconcile(self, item: Item, enqueued: float | None = None) -> None:
         kind, ns, name = item
         k = (ns, name)
@@ -115,20 +159,24 @@ class Controller:
                 if obj is None or terminating(obj):
                     if obj is None:
                         self._owned.pop(k, None)
+                        self._managed.discard(k)
+                        self._last_written.pop(k, None)
                     return
+                if kind == "InferencePool" and faults.on("replace-parent-list") and k in self._last_written:
+                    # Computed from its own record of what it wrote, not from the object as it is now.
+                    obj = {**obj, "status": self._last_written[k]}
                 new_status, owned = self._compute(kind, obj)
+            if owned:
+                self._managed.add(k)
             if new_status == (obj.get("status") or {}):
                 if owned is not None:
                     self._owned[k] = owned
                 return
             if kind == "HTTPRoute" and faults.on("route-status-missing"):
                 return
-            body = {**obj, "status": new_status}
-            body.setdefault("apiVersion", KINDS[kind])
-            body.setdefault("kind", kind)
             started = time.monotonic()
             try:
-                written = self.kube.replace(body, subresource="status")
+                written = self._write(kind, obj, new_status)
             except ApiError as e:
                 if e.status == 404:
                     return
@@ -143,10 +191,25 @@ class Controller:
             self.cache.written(kind, written, obj["metadata"].get("resourceVersion"))
             done = time.monotonic()
             since_event = f"{(done - enqueued) * 1000:.1f} ms after the event, " if enqueued is not None else ""
-            log.info("wrote %s %s status %s (%sthe PUT took %.1f ms)", kind, "/".join(filter(None, k)),
+            log.info("wrote %s %s status %s (%sthe write took %.1f ms)", kind, "/".join(filter(None, k)),
                      _summary(kind, new_status), since_event, (done - started) * 1000)
             return
         raise RuntimeError(f"gave up after {CONFLICT_RETRIES} conflicting writes")
+
+    def _write(self, kind: str, obj: dict, new_status: dict) -> dict:
+        """PUT the status on /status with the resourceVersion read (409 if someone wrote since)."""
+        if kind == "InferencePool" and faults.on("replace-parent-list"):
+            # A JSON merge patch replaces the whole list, and carries no
+            # resourceVersion: whatever was added since its last write is lost.
+            md = obj["metadata"]
+            written = self.kube.patch(KINDS[kind], kind, md["name"], {"status": {"parent": new_status.get("parent")}},
+                                      namespace=md.get("namespace"), subresource="status")
+            self._last_written[key(obj)] = new_status
+            return written
+        body = {**obj, "status": new_status}
+        body.setdefault("apiVersion", KINDS[kind])
+        body.setdefault("kind", kind)
+        return self.kube.replace(body, subresource="status")
 
     def _compute(self, kind: str, obj: dict) -> tuple[dict, list | None]:
         now = status.timestamp()
@@ -159,7 +222,11 @@ class Controller:
             return status.route_status(obj, self.cache, now), None
         if kind == "InferencePool":
             result = status.pool_status(obj, self.cache, self.revision, self._owned.get(key(obj), []), now)
-            return result.status, result.owned
+            st = result.status
+            if behaviours.on("eager-writer"):
+                managed = bool(result.owned) or key(obj) in self._managed
+                st = status.eager_pool_status(st, self.revision, managed=managed)
+            return st, result.owned
         raise KeyError(kind)
 
 

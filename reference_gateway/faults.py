@@ -41,9 +41,29 @@ FAULTS: dict[str, str] = {
         "ignores Service deletions, so a deleted extension Service still counts as resolved",
     "keep-default-parent":
         "(revisions with a status default) keeps the placeholder parent next to its own Accepted entry",
-    "no-default-parent-restore":
-        "(revisions with a status default) leaves status.parent empty, without the placeholder, "
-        "when it stops managing a pool",
+    "parentref-wrong-group":
+        "the pool's parentRef carries the group of another Gateway API, networking.istio.io "
+        "(apiVersion networking.istio.io/v1 in an ObjectReference), with the Gateway's kind, name and namespace",
+    "parentref-wrong-kind":
+        "the pool's parentRef carries kind ListenerSet (what the route attached through) instead of Gateway, "
+        "with the Gateway's group, name and namespace",
+    "resolvedrefs-ignores-service-changes":
+        "ResolvedRefs is computed when the pool or its routes change, never when a Service does: "
+        "creating, deleting or retyping the extension Service does not reconcile the pool",
+    "extension-group-ignored":
+        "checks the extensionRef's kind but not its group: a 'Service' of any group counts as a core Service",
+    "externalname-only-on-switch":
+        "a Service's type is recorded when the Service first appears and never updated: one created as "
+        "ExternalName is rejected, one switched to ExternalName later stays accepted",
+    "drop-first-pool-event":
+        "the event of a pool's creation is dropped (handled before the cache caught up); only later "
+        "events that involve the pool, such as a route change naming it, reconcile it",
+    "rebuild-conditions":
+        "pool conditions are rebuilt from nothing on every reconcile, each with a fresh lastTransitionTime; "
+        "it writes only when something besides the times differs, and then every condition's time moves",
+    "replace-parent-list":
+        "computes status.parent from its own record of what it last wrote, not from the pool as it is, and "
+        "writes it with a JSON merge patch without resourceVersion: entries others added since are lost",
 }
 
 _active: frozenset[str] = frozenset()

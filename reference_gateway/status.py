@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import faults
+from . import behaviours, faults
 from .model import (GATEWAY_GROUP, INFERENCE_GROUP, Key, World, backend_group_kind, extension_ref,
                     generation, key, route_backends, route_parent_refs, show, spec, terminating)
 from .revisions import Revision
@@ -48,6 +48,29 @@ def _merge_conditions(previous: list[dict], ours: list[dict]) -> list[dict]:
     return out + list(by_type.values())
 
 
+# Behaviour extra-conditions: condition types an implementation may add beside the
+# known ones (a domain-prefixed one and a plain one), with their reasons.
+EXTRA_CONDITIONS = (("example.com/Programmed", "Programmed", "Configuration handed to the data plane."),
+                    ("Reconciled", "ReconcileSucceeded", "The last reconcile succeeded."))
+
+
+def as_written(ours: list[dict], gen: int, now: str, previous: list[dict] | None) -> list[dict]:
+    """The conditions of one pool or route entry as this implementation writes them.
+
+    Plain: as given. The benign behaviours change only the form: extra
+    condition types (extra-conditions), the reverse order (reordered-conditions),
+    the number of the rewrite round in each message (frequent-rewrites).
+    """
+    out = list(ours)
+    if behaviours.on("extra-conditions"):
+        out += [condition(t, "True", reason, message, gen, now, previous) for t, reason, message in EXTRA_CONDITIONS]
+    if behaviours.on("reordered-conditions"):
+        out.reverse()
+    if behaviours.on("frequent-rewrites"):
+        out = [{**c, "message": f"{c['message']} (rewrite {behaviours.rewrite_round()})"} for c in out]
+    return out
+
+
 # -- GatewayClass and Gateway ---------------------------------------------------
 
 def gatewayclass_status(gc: dict, now: str) -> dict:
@@ -66,11 +89,14 @@ def gateway_status(gw: dict, now: str) -> dict:
     st = dict(gw.get("status") or {})
     prev = st.get("conditions") or []
     gen = generation(gw)
-    st["conditions"] = _merge_conditions(prev, [
+    ours = [
         condition("Accepted", "True", "Accepted", "Gateway accepted.", gen, now, prev),
         condition("Programmed", "False", "Pending",
                   "This reference implementation has no data plane; nothing is programmed.", gen, now, prev),
-    ])
+    ]
+    if behaviours.on("reordered-conditions"):
+        ours.reverse()
+    st["conditions"] = _merge_conditions(prev, ours)
     return st
 
 
@@ -152,10 +178,10 @@ def route_status(route: dict, world: World, now: str) -> dict:
         accepted, reason, message = attachment(route, ref, gw)
         resolved = condition("ResolvedRefs", "True", "ResolvedRefs", "All backendRefs resolved.", gen, now, prev) \
             if problem is None else condition("ResolvedRefs", "False", problem[0], problem[1], gen, now, prev)
-        wanted.append({"parentRef": ref, "controllerName": me, "conditions": _merge_conditions(prev, [
+        wanted.append({"parentRef": ref, "controllerName": me, "conditions": _merge_conditions(prev, as_written([
             condition("Accepted", "True" if accepted else "False", reason, message, gen, now, prev),
             resolved,
-        ])})
+        ], gen, now, prev))})
 
     out: list[dict] = []
     for e in existing:
@@ -188,6 +214,8 @@ def extension_problem(pool: dict, world: World) -> str | None:
     if faults.on("resolvedrefs-always-true"):
         return None
     group, kind, name, _ = extension_ref(pool)
+    if faults.on("extension-group-ignored"):
+        group = ""  # only the kind is looked at: a "Service" of any group counts as the core one
     if not faults.on("ignore-extension-kind") and (group, kind) != ("", "Service"):
         return f"extensionRef kind {kind} in group {group!r} is not supported; only core Services are."
     svc = world.services.get((key(pool)[0], name))
@@ -238,7 +266,16 @@ def _pool_entry(pool: dict, parent: _Parent, world: World, revision: Revision, o
     ref = revision.parent_ref(target)
     if faults.on("parentref-wrong-namespace"):
         ref["namespace"] = "default"
-    prev = (old or {}).get("conditions") or []
+    if faults.on("parentref-wrong-group"):  # the group of the implementation's own Gateway API
+        if "apiVersion" in ref:
+            ref["apiVersion"] = "networking.istio.io/v1"
+        else:
+            ref["group"] = "networking.istio.io"
+    if faults.on("parentref-wrong-kind"):  # the kind of what the route attached through, not the Gateway's
+        ref["kind"] = "ListenerSet"
+    old_conditions = (old or {}).get("conditions") or []
+    # Fault rebuild-conditions: conditions built afresh, as if none were there.
+    prev = [] if faults.on("rebuild-conditions") else old_conditions
     gen = generation(pool)
     opts = dict(always_new_time=faults.on("bump-transition-time"),
                 keep_old_generation=faults.on("stale-observed-generation"))
@@ -263,7 +300,14 @@ def _pool_entry(pool: dict, parent: _Parent, world: World, revision: Revision, o
         else:
             conditions.append(condition("ResolvedRefs", "False", "InvalidExtensionRef", problem,
                                         gen, now, prev, **opts))
+    conditions = as_written(conditions, gen, now, prev)
+    if faults.on("rebuild-conditions") and _without_times(conditions) == _without_times(old_conditions):
+        conditions = old_conditions  # only the times differ: nothing to write
     return {"parentRef": ref, "conditions": conditions}
+
+
+def _without_times(conditions: list[dict]) -> list[dict]:
+    return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in conditions]
 
 
 @dataclass
@@ -329,7 +373,41 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
     if kept or "parent" in st:
         st["parent"] = [e for e, _ in kept]
     if (not kept and dropped_ours and revision.status_placeholder
-            and not faults.on("no-default-parent-restore")):
+            and not behaviours.on("no-placeholder-restore")):
         # This controller no longer manages the pool and nobody else reports on it.
         st["parent"] = [revision.placeholder()]
     return PoolStatus(st, [(e["parentRef"], gk) for e, gk in kept if gk is not None])
+
+
+def eager_pool_status(st: dict, revision: Revision, managed: bool) -> dict:
+    """Behaviour eager-writer: the pool's status as computed, made explicit on every pool.
+
+    A pool with no `status.parent` gets `parent: []` (so every new pool gets a
+    status write at once); on a revision with a status default, the placeholder
+    is removed from a pool this implementation has never managed (once it has
+    managed the pool, a placeholder it put back stays). Foreign entries stay.
+    """
+    parents = st.get("parent")
+    if parents is None:
+        return {**st, "parent": []}
+    if not managed and revision.status_placeholder and any(revision.is_placeholder(e) for e in parents):
+        return {**st, "parent": [e for e in parents if not revision.is_placeholder(e)]}
+    return st
+
+
+def pool_has_entry_of(pool: dict, world: World, revision: Revision, remembered: list[tuple[dict, Key]]) -> bool:
+    """Whether the pool's status has an entry this implementation wrote (or would own)."""
+    pool_ns = key(pool)[0]
+    for entry in (pool.get("status") or {}).get("parent") or []:
+        ref = entry.get("parentRef") or {}
+        if any(r == ref for r, _ in remembered):
+            return True
+        gk = revision.gateway_named(ref, pool_ns)
+        if gk is not None and world.gateway_is_ours(world.gateways.get(gk)):
+            return True
+    return False
+
+
+def route_has_entry_of(route: dict, world: World) -> bool:
+    return any(e.get("controllerName") == world.controller_name
+               for e in (route.get("status") or {}).get("parents") or [])

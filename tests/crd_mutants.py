@@ -30,8 +30,8 @@ the cluster does, so neither can go stale.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 VERSION = "v1alpha2"
 

@@ -64,14 +64,21 @@ def run_suite(args: list[str], results_dir: Path, timeout: float = 900) -> Suite
     return SuiteRun(done.returncode, outcomes, done.stdout + done.stderr)
 
 
-def start_reference(kubeconfig: Path, log: Path, revision: str, faults: list[str] = ()) -> subprocess.Popen:
-    """Start the reference implementation against `kubeconfig`, as its user would; stop it with `stop`."""
+def start_reference(kubeconfig: Path, log: Path, revision: str, faults: list[str] = (),
+                    behaviours: list[str] = (), extra_args: list[str] = ()) -> subprocess.Popen:
+    """Start the reference implementation against `kubeconfig`, as its user would; stop it with `stop`.
+
+    `faults` and `behaviours` switch on deliberate mistakes (`--fault`) and benign
+    behaviours (`--behaviour`); `extra_args` go on its command line as they are."""
     from conformance.features import REFERENCE_CONTROLLER
 
     argv = [sys.executable, "-m", "reference_gateway", "--kubeconfig", str(kubeconfig),
             "--controller-name", REFERENCE_CONTROLLER, "--api-revision", revision]
     for fault in faults:
         argv += ["--fault", fault]
+    for behaviour in behaviours:
+        argv += ["--behaviour", behaviour]
+    argv += list(extra_args)
     with open(log, "wb") as out:
         return subprocess.Popen(argv, cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)

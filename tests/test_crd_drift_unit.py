@@ -29,7 +29,12 @@ def _node(crd: dict, *path: str) -> dict:
     for k in SCHEMA:
         node = node[k]
     for name in path:
-        node = node["items"] if name == "[]" else node["additionalProperties"] if name == "*" else node["properties"][name]
+        if name == "[]":
+            node = node["items"]
+        elif name == "*":
+            node = node["additionalProperties"]
+        else:
+            node = node["properties"][name]
     return node
 
 
@@ -61,7 +66,8 @@ def test_an_enum_that_gained_a_value_and_one_in_another_order():
     node = {"enum": ["FailOpen", "FailClose", "Fail"]}
     crd = _changed("seed", lambda c: _node(c, "spec", "extensionRef", "failureMode").update(node))
     assert _diffs(crd, _crd("seed")) == [
-        "spec.extensionRef.failureMode: enum is [Fail, FailClose, FailOpen] where revision seed has [FailClose, FailOpen]"]
+        "spec.extensionRef.failureMode: enum is [Fail, FailClose, FailOpen] "
+        "where revision seed has [FailClose, FailOpen]"]
     reordered = _changed("seed", lambda c: _node(c, "spec", "extensionRef", "failureMode").update(
         {"enum": ["FailClose", "FailOpen"]}))
     assert _diffs(reordered, _crd("seed")) == []
@@ -83,18 +89,24 @@ def test_a_number_written_as_a_float_is_the_same_number():
     (("spec", "targetPortNumber"), {"exclusiveMaximum": True},
      "spec.targetPortNumber: exclusiveMaximum is true where revision seed has none"),
     (("spec", "targetPortNumber"), {"minimum": 0}, "spec.targetPortNumber: minimum is 0 where revision seed has 1"),
-    (("spec", "extensionRef", "name"), {"maxLength": 63}, "spec.extensionRef.name: maxLength is 63 where revision seed has 253"),
-    (("spec", "extensionRef", "name"), {"minLength": 0}, "spec.extensionRef.name: no minLength where revision seed has 1"),
+    (("spec", "extensionRef", "name"), {"maxLength": 63},
+     "spec.extensionRef.name: maxLength is 63 where revision seed has 253"),
+    (("spec", "extensionRef", "name"), {"minLength": 0},
+     "spec.extensionRef.name: no minLength where revision seed has 1"),
     (("spec", "extensionRef", "kind"), {"pattern": "^[A-Z].*$"},
      'spec.extensionRef.kind: pattern is "^[A-Z].*$" where revision seed has "^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"'),
-    (("spec", "extensionRef", "kind"), {"default": "Pod"}, "spec.extensionRef.kind: default is Pod where revision seed has Service"),
-    (("spec", "extensionRef", "group"), {"default": "apps"}, 'spec.extensionRef.group: default is apps where revision seed has ""'),
+    (("spec", "extensionRef", "kind"), {"default": "Pod"},
+     "spec.extensionRef.kind: default is Pod where revision seed has Service"),
+    (("spec", "extensionRef", "group"), {"default": "apps"},
+     'spec.extensionRef.group: default is apps where revision seed has ""'),
     (("spec", "extensionRef", "portNumber"), {"default": 9002},
      "spec.extensionRef.portNumber: default is 9002 where revision seed has none"),
     (("spec", "extensionRef"), {"required": ["kind", "name"]},
      "spec.extensionRef: required is [kind, name] where revision seed has [name]"),
-    (("spec", "targetPortNumber"), {"type": "number"}, "spec.targetPortNumber: type is number where revision seed has integer"),
-    (("spec", "targetPortNumber"), {"format": "int64"}, "spec.targetPortNumber: format is int64 where revision seed has int32"),
+    (("spec", "targetPortNumber"), {"type": "number"},
+     "spec.targetPortNumber: type is number where revision seed has integer"),
+    (("spec", "targetPortNumber"), {"format": "int64"},
+     "spec.targetPortNumber: format is int64 where revision seed has int32"),
     (("status", "parent"), {"maxItems": 64}, "status.parent: maxItems is 64 where revision seed has 32"),
     (("status", "parent"), {"minItems": 1}, "status.parent: minItems is 1 where revision seed has none"),
     (("spec", "selector"), {"maxProperties": 64}, "spec.selector: maxProperties is 64 where revision seed has none"),
@@ -145,7 +157,8 @@ def test_fields_present_and_missing():
 
 def test_cel_rules_are_compared_by_rule_text():
     rule = {"rule": "self.kind != 'ExternalName'", "message": "no ExternalName"}
-    with_rule = _changed("seed", lambda c: _node(c, "spec", "extensionRef").__setitem__("x-kubernetes-validations", [rule]))
+    with_rule = _changed("seed",
+                         lambda c: _node(c, "spec", "extensionRef").__setitem__("x-kubernetes-validations", [rule]))
     assert _diffs(with_rule, _crd("seed")) == [
         "spec.extensionRef: CEL rule \"self.kind != 'ExternalName'\" where revision seed has no such rule"]
     assert _diffs(_crd("seed"), with_rule) == [
@@ -158,7 +171,8 @@ def test_cel_rules_are_compared_by_rule_text():
     assert _diffs(with_reason, with_rule) == [
         "spec.extensionRef: reason of CEL rule \"self.kind != 'ExternalName'\" is FieldValueForbidden "
         "where revision seed has none",
-        "spec.extensionRef: fieldPath of CEL rule \"self.kind != 'ExternalName'\" is .kind where revision seed has none"]
+        "spec.extensionRef: fieldPath of CEL rule \"self.kind != 'ExternalName'\" is .kind "
+        "where revision seed has none"]
 
 
 def test_subresources_served_and_storage():

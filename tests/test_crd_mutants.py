@@ -159,7 +159,8 @@ def test_every_loosened_crd_fails_the_schema_tier(workers, capsys):
     baseline = workers[0].judge(crd)
     assert baseline.status == SURVIVED, f"the schema tier fails on the generated CRD itself: {baseline}"
 
-    rows = list(zip([m.name for m in mutants], on_free_workers(workers, [m.crd for m in mutants], Worker.judge)))
+    verdicts = on_free_workers(workers, [m.crd for m in mutants], Worker.judge)
+    rows = list(zip([m.name for m in mutants], verdicts, strict=True))
     report = table(rows)
     expected = len(mutants) - len(crd_mutants.EQUIVALENT) - len(crd_mutants.REFUSED)
     killed = sum(o.status == KILLED for _, o in rows)

@@ -51,7 +51,7 @@ def _diff(a, b, path="") -> list[str]:
                 out += _diff(a[k], b[k], sub)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [p for i, (x, y) in enumerate(zip(a, b)) for p in _diff(x, y, f"{path}/{i}")]
+        return [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _diff(x, y, f"{path}/{i}")]
     return [] if a == b else [path]
 
 
@@ -83,7 +83,8 @@ def test_a_mutant_touches_only_its_pointer_and_leaves_the_input_alone():
         assert changed, f"{m.name}: the mutant equals the original"
         # Everything that changed lies in the schema node (or subresources) holding the touched key ...
         node = m.pointer.rsplit("/", 2 if m.pointer.rsplit("/", 1)[1].isdigit() else 1)[0]
-        assert all(p == node or p.startswith(node + "/") for p in changed), f"{m.name}: changed {changed} outside {node}"
+        assert all(p == node or p.startswith(node + "/") for p in changed), \
+            f"{m.name}: changed {changed} outside {node}"
         # ... and the touched key itself is among the changes.
         assert any(m.pointer == p or m.pointer.startswith(p + "/") for p in changed), (m.name, changed)
     assert len({id(m.crd) for m in found}) == len(found), "two mutants share one CRD object"

@@ -11,14 +11,24 @@ fault must pass whole.
 
 Runs share control planes: each of WORKERS clusters takes the next fault when
 it is free (as in test_crd_mutants.py), and each run uses two pytest-xdist
-workers, since a faulty run spends most of its time waiting for status that
-never comes (shortened to 10 s per wait, against the upstream 300 s). Between runs nothing of the previous
+workers, fed one test at a time, since a faulty run spends most of its time
+waiting for status that never comes (shortened to 10 s per wait, against the
+upstream 300 s). Between runs nothing of the previous
 one is left: the suite deletes its namespaces and waits for them to go, and the
 implementation is stopped before the next starts.
+
+The other way round, each benign behaviour of reference_gateway/behaviours.py
+(conformant, only unusual: writing status on every pool at once, answering 30 s
+late, other condition orders, extra condition types, rewriting often) gets a
+whole-suite run that must have no failure at all: a test that fails there
+fails a conformant implementation. These runs use the suite's default
+timeouts, as an implementer would, so the slow behaviour's 30 s must fit
+within them. tests/fault_catches.yaml lists the behaviours under `benign:`.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -33,13 +43,16 @@ from conformance.cluster.embedded import EmbeddedCluster
 from conformance.features import REFERENCE_GATEWAY_CLASS
 from conformance.kube import Kube
 from conformance.revisions import DEFAULT, GATEWAY_API_CRDS, REVISIONS
+from reference_gateway.behaviours import BEHAVIOURS
 from reference_gateway.faults import FAULTS
 
 from .crd_swap import install
 from .suite_run import (FAILED, SuiteRun, on_free_workers, reference_gateway_class, run_suite, show,
                         start_reference, started_clusters, stop)
 
-EXPECTED = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
+CATCHES = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
+BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
+EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault != "benign"}
 WORKERS = 2
 # The reference implementation answers in milliseconds; a fault that makes it never
 # answer should cost seconds, not the upstream five minutes per test.
@@ -48,12 +61,59 @@ TIMEOUTS = ";".join(f"{name}:10" for name in (
     "RouteMustHaveParents", "HTTPRouteMustNotHaveParents", "GatewayMustHaveCondition"))
 
 
+# What a benign run's implementation log must show, so that a run that passes
+# did exercise the behaviour (a switch that does nothing would pass vacuously).
+def _first_pool_write_without_entry(log: str) -> bool:
+    """A pool whose first status write has no entry: written for being there, not for a route."""
+    first: dict[str, str] = {}
+    for pool, summary in re.findall(r"wrote InferencePool (\S+) status (\S+)", log):
+        first.setdefault(pool, summary)
+    return "parent=none" in first.values()
+
+
+EVIDENCE = {
+    "eager-writer": ("pool whose first status write has no entry", _first_pool_write_without_entry),
+    "slow": ("status write 30 s or more after its event",
+             lambda log: re.search(r"\((?:[3-9]\d|\d{3,})\d{3}\.\d ms after the event", log) is not None),
+    "frequent-rewrites": ("round of rewrites that reached an object",
+                          lambda log: re.search(r"rewrite round \d+: [1-9]", log) is not None),
+    "no-placeholder-restore": ("pool left with an empty status.parent",
+                               lambda log: re.search(r"wrote InferencePool \S+ status parent=none", log) is not None),
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One whole-suite run: a fault, a benign behaviour, or neither (the baseline)."""
+
+    fault: str = ""
+    behaviour: str = ""
+    revision: str = DEFAULT
+
+    @property
+    def name(self) -> str:
+        return self.fault or self.behaviour or "baseline"
+
+    @property
+    def label(self) -> str:
+        return f"benign {self.behaviour}" if self.behaviour else self.name
+
+
 @dataclass
 class Verdict:
-    fault: str  # "" for the baseline
-    revision: str
+    job: Job
     run: SuiteRun
     seconds: float
+    results: Path | None = None  # kept when a benign run failed
+    missing_evidence: str = ""  # for a benign run: what its log should have shown and did not
+
+    @property
+    def fault(self) -> str:
+        return self.job.fault
+
+    @property
+    def revision(self) -> str:
+        return self.job.revision
 
     @property
     def failed(self) -> set[str]:
@@ -66,6 +126,11 @@ class Verdict:
     @property
     def caught(self) -> bool:
         return bool(self.failed) and self.failed == self.expected
+
+    @property
+    def clean(self) -> bool:
+        """A benign (or baseline) run: the suite passed whole."""
+        return self.run.returncode == 0 and not self.failed and not self.missing_evidence
 
 
 @dataclass
@@ -81,27 +146,44 @@ class Worker:
             assert refusal is None, f"the {name} CRD was refused: {refusal}"
             self.revision = name
 
-    def judge(self, fault: str) -> Verdict:
-        revision = EXPECTED[fault].get("revision", DEFAULT) if fault else DEFAULT
+    def judge(self, job: Job) -> Verdict:
         started = time.monotonic()
-        self.use_revision(revision)
-        implementation = start_reference(self.cluster.kubeconfig, self.results / f"implementation-{fault or 'baseline'}.log",
-                                         revision, [fault] if fault else [])
-        results = Path(tempfile.mkdtemp(prefix=f"{fault or 'baseline'}-", dir=self.results))
+        self.use_revision(job.revision)
+        tag = f"{job.name}-{job.revision}"
+        log = self.results / f"implementation-{tag}.log"
+        implementation = start_reference(self.cluster.kubeconfig, log, job.revision,
+                                         [job.fault] if job.fault else [], [job.behaviour] if job.behaviour else [])
+        results = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=self.results))
+        if job.behaviour:
+            # As an implementer runs it: the default timeouts. More pytest workers
+            # when the behaviour makes every test wait (they wait, they do not compute).
+            workers = str(BENIGN[job.behaviour].get("workers", 2))
+            args = ["-n", workers, "--maxschedchunk=1"]
+        else:
+            # Most of a faulty run is waiting out timeouts: two at a time, handed
+            # out one test at a time (in chunks, the status tests bunch up on one worker).
+            args = ["--timeout-config-overrides", TIMEOUTS, "-n", "2", "--maxschedchunk=1"]
         try:
-            run = run_suite([f"--kubeconfig={self.cluster.kubeconfig}",
-                             "--gateway-class", REFERENCE_GATEWAY_CLASS,
-                             "--timeout-config-overrides", TIMEOUTS,
-                             # Most of a faulty run is waiting out timeouts: two at a time.
-                             "-n", "2"], results)
+            run = run_suite([f"--kubeconfig={self.cluster.kubeconfig}", "--gateway-class", REFERENCE_GATEWAY_CLASS,
+                             *args], results, timeout=BENIGN_RUN_TIMEOUT if job.behaviour else 900)
         finally:
             stop(implementation)
         if run.returncode not in (0, 1) or not run.outcomes:
             tail = "\n".join(run.output.strip().splitlines()[-30:])
-            pytest.fail(f"the suite could not run with fault {fault or '(none)'} (exit {run.returncode}), "
-                        f"which says nothing about the fault (results: {results}):\n{tail}", pytrace=False)
-        shutil.rmtree(results, ignore_errors=True)
-        return Verdict(fault, revision, run, time.monotonic() - started)
+            pytest.fail(f"the suite could not run with {job.label} (exit {run.returncode}), "
+                        f"which says nothing about it (results: {results}):\n{tail}", pytrace=False)
+        verdict = Verdict(job, run, time.monotonic() - started, results)
+        if job.behaviour in EVIDENCE:
+            what, shown = EVIDENCE[job.behaviour]
+            if not shown(log.read_text(errors="replace")):
+                verdict.missing_evidence = f"its log ({log}) shows no {what}"
+        if not job.behaviour or verdict.clean:
+            shutil.rmtree(results, ignore_errors=True)
+            verdict.results = None
+        return verdict
+
+
+BENIGN_RUN_TIMEOUT = 1800  # a benign run that fails waits out the default timeouts
 
 
 @pytest.fixture(scope="module")
@@ -117,17 +199,48 @@ def workers(tmp_path_factory):
 
 
 def table(verdicts: list[Verdict]) -> str:
-    """fault -> the tests that caught it, and any the fault should not have touched."""
-    width = max(len(v.fault) for v in verdicts)
-    lines = [f"{'fault':<{width}}  {'rev':<4}  {'secs':>5}  caught by"]
+    """fault -> the tests that caught it, and any the fault should not have touched;
+    benign behaviour -> its failures (there should be none)."""
+    header = "fault / behaviour"
+    width = max(len(header), *(len(v.job.label) for v in verdicts))
+    lines = [f"{header:<{width}}  {'rev':<4}  {'secs':>5}  caught by"]
     for v in verdicts:
-        said = ", ".join(sorted(v.failed & v.expected)) or "NOT CAUGHT"
-        if v.failed - v.expected:
-            said += "  | COLLATERAL: " + ", ".join(sorted(v.failed - v.expected))
-        if v.expected - v.failed:
-            said += "  | MISSED: " + ", ".join(sorted(v.expected - v.failed))
-        lines.append(f"{v.fault:<{width}}  {v.revision:<4}  {v.seconds:5.1f}  {said}")
+        if v.job.behaviour:
+            said = "no failures" if not v.failed else "COLLATERAL: " + ", ".join(sorted(v.failed))
+            if v.missing_evidence:
+                said += f"  | NOT EXERCISED: {v.missing_evidence}"
+        else:
+            said = ", ".join(sorted(v.failed & v.expected)) or "NOT CAUGHT"
+            if v.failed - v.expected:
+                said += "  | COLLATERAL: " + ", ".join(sorted(v.failed - v.expected))
+            if v.expected - v.failed:
+                said += "  | MISSED: " + ", ".join(sorted(v.expected - v.failed))
+        lines.append(f"{v.job.label:<{width}}  {v.revision:<4}  {v.seconds:5.1f}  {said}")
     return "\n".join(lines)
+
+
+def failure_lines(results: Path) -> str:
+    """The first line of each failure in a run's JUnit XML."""
+    import xml.etree.ElementTree as ET
+
+    lines = []
+    for case in ET.parse(results / "junit.xml").getroot().iter("testcase"):
+        for tag in ("failure", "error"):
+            node = case.find(tag)
+            if node is not None:
+                first = (node.get("message") or "").strip().splitlines()[:1]
+                lines.append(f"  {case.get('name')}: {first[0] if first else tag}")
+                break
+    return "\n".join(lines)
+
+
+def jobs() -> list[Job]:
+    """Every fault and every benign run; the long benign runs first (they overlap the faults),
+    the runs on other revisions last, so each cluster swaps its CRD at most once."""
+    out = [Job(fault=f, revision=EXPECTED[f].get("revision", DEFAULT)) for f in FAULTS]
+    out += [Job(behaviour=b, revision=r) for b, entry in BENIGN.items() for r in entry.get("revisions", [DEFAULT])]
+    return sorted(out, key=lambda j: (j.revision != DEFAULT, -BENIGN.get(j.behaviour, {}).get("workers", 0),
+                                      j.behaviour == "", j.name))
 
 
 def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
@@ -136,28 +249,43 @@ def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
     for fault, entry in EXPECTED.items():
         unknown = set(entry) - {"revision", "caught_by"}
         assert not unknown and entry.get("caught_by"), f"{fault}: needs caught_by, and nothing else but revision"
+    assert sorted(BENIGN) == sorted(BEHAVIOURS), (
+        "the benign: section of tests/fault_catches.yaml must list every behaviour, and only those")
+    for behaviour, entry in BENIGN.items():
+        unknown = set(entry) - {"revisions", "workers"}
+        assert not unknown, f"benign {behaviour}: only revisions and workers may be given, not {sorted(unknown)}"
+        assert set(entry.get("revisions", [DEFAULT])) <= set(REVISIONS), f"benign {behaviour}: unknown revision"
 
     # The clean implementation must pass whole, or every "catch" below would mean nothing.
-    baseline = workers[0].judge("")
+    baseline = workers[0].judge(Job())
     assert baseline.run.returncode == 0 and not baseline.failed, (
         f"the suite fails on the reference implementation with no fault: {sorted(baseline.failed)}\n"
         + baseline.run.output[-3000:])
     known = set(baseline.run.outcomes)
 
-    # Faults of other revisions last, so each cluster swaps its CRD at most once.
-    order = sorted(FAULTS, key=lambda f: (EXPECTED[f].get("revision", DEFAULT) != DEFAULT, f))
-    verdicts = on_free_workers(workers, order, Worker.judge)
+    verdicts = on_free_workers(workers, jobs(), Worker.judge)
+    faulty = [v for v in verdicts if v.fault]
+    benign = [v for v in verdicts if v.job.behaviour]
     report = table(verdicts)
-    caught = sum(v.caught for v in verdicts)
-    collateral = sum(len(v.failed - v.expected) for v in verdicts)
-    summary = (f"fault score: {caught}/{len(verdicts)} faults caught by exactly their tests; "
-               f"{collateral} collateral failure(s); {len(workers)} cluster(s); baseline {baseline.seconds:.0f}s, "
+    caught = sum(v.caught for v in faulty)
+    collateral = sum(len(v.failed - v.expected) for v in faulty)
+    clean = sum(v.clean for v in benign)
+    summary = (f"fault score: {caught}/{len(faulty)} faults caught by exactly their tests; "
+               f"{collateral} collateral failure(s)\n"
+               f"benign: {clean}/{len(benign)} runs with zero failures "
+               f"({len(BENIGN)} behaviours, {sum(len(v.failed) for v in benign)} failure(s) in all)\n"
+               f"{len(workers)} cluster(s); baseline {baseline.seconds:.0f}s, "
                f"total {time.monotonic() - started:.0f}s after start-up")
     show(capsys, f"\n{report}\n{summary}")
 
     problems = [f"{v.fault}: expected to be caught by {sorted(v.expected)}, failed {sorted(v.failed)}"
-                for v in verdicts if not v.caught]
-    stale = sorted({t for v in verdicts for t in v.expected} - known
+                for v in faulty if not v.caught]
+    problems += [f"benign {v.job.behaviour} ({v.revision}): a conformant implementation failed "
+                 f"{sorted(v.failed) or '(exit ' + str(v.run.returncode) + ')'}"
+                 + (f"; {v.missing_evidence}" if v.missing_evidence else "")
+                 + (f" (results: {v.results})\n" + failure_lines(v.results) if v.failed and v.results else "")
+                 for v in benign if not v.clean]
+    stale = sorted({t for v in faulty for t in v.expected} - known
                    - {t for v in verdicts for t in v.run.outcomes})
     if stale:
         problems.append(f"tests/fault_catches.yaml names tests the suite does not have: {stale}")

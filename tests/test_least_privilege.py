@@ -20,9 +20,10 @@ import yaml
 from kubernetes import config
 
 from conformance.cluster.embedded import EmbeddedCluster
+from conformance.data import MANIFESTS
 from conformance.features import REFERENCE_GATEWAY_CLASS
 from conformance.kube import Kube
-from conformance.revisions import DEFAULT, MANIFESTS, REVISIONS
+from conformance.revisions import DEFAULT, REVISIONS
 
 from .suite_run import FAILED, reference_gateway_class, run_suite, start_reference, stop
 
@@ -53,7 +54,8 @@ def restricted(tmp_path_factory):
     """(cluster, kubeconfig of the ServiceAccount bound only to the ClusterRole, audit log)."""
     d = tmp_path_factory.mktemp("least-privilege")
     policy, log = d / "audit-policy.yaml", d / "audit.log"
-    policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+    policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                      "omitStages": ["RequestReceived"],
                                       "rules": [{"level": "Metadata", "users": [USER]}, {"level": "None"}]}))
     with EmbeddedCluster(crd_paths=REVISIONS[DEFAULT].embedded_crds,
                          apiserver_args=[f"--audit-policy-file={policy}", f"--audit-log-path={log}"]) as cluster:

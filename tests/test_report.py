@@ -107,7 +107,8 @@ def test_not_supported_and_not_applicable():
     # A core feature cannot be unsupported, only exempted: that is a skip.
     assert p.core.skipped == ["b"] and p.core.passed == []
     # Extended: not-supported is not counted.
-    assert p.extended is not None and (p.extended.passed, p.extended.skipped, p.extended.result) == (["f"], [], "success")
+    assert p.extended is not None
+    assert (p.extended.passed, p.extended.skipped, p.extended.result) == (["f"], [], "success")
 
 
 # -- the document ------------------------------------------------------------------
@@ -226,9 +227,11 @@ def test_environment_properties():
 @pytest.mark.parametrize(("assertion", "text", "expected"), [
     (False, "cannot reach https://127.0.0.1:1: Connection refused", "Environment: cluster unreachable"),
     (False, "urllib3.exceptions.ReadTimeoutError: Read timed out.", "Environment: API request timed out"),
-    (True, "timed out after 180.0s waiting for GatewayClass reference to be Accepted", "Environment: implementation not ready"),
+    (True, "timed out after 180.0s waiting for GatewayClass reference to be Accepted",
+     "Environment: implementation not ready"),
     (True, "timed out after 30.0s waiting for Service ns/picker to be deleted", "Environment: cleanup timed out"),
-    (True, "timed out after 300.0s waiting for InferencePool ns/pool\nexpected: ResolvedRefs=False", "Implementation defect"),
+    (True, "timed out after 300.0s waiting for InferencePool ns/pool\nexpected: ResolvedRefs=False",
+     "Implementation defect"),
     (True, "case x: expected HTTP 422 rejecting spec.selector, but the server accepted it", "Implementation defect"),
     (False, "KeyError: 'metadata'", "Suite or environment error"),
 ])
@@ -244,7 +247,8 @@ def test_categories_json_matches_what_allure_expects():
     for c in doc:
         assert set(c["matchedStatuses"]) <= {"failed", "broken", "skipped", "passed"}
         if "traceRegex" in c:  # Allure matches the whole text
-            assert re.fullmatch(c["traceRegex"], "line one\ncannot reach x\nline three") or "cannot reach" not in c["traceRegex"]
+            assert (re.fullmatch(c["traceRegex"], "line one\ncannot reach x\nline three")
+                    or "cannot reach" not in c["traceRegex"])
 
 
 def test_read_allure_matches_nodeid_and_run(tmp_path):
@@ -281,7 +285,8 @@ def test_html_page_is_self_contained_and_escaped():
                               notes=["1 deselected"])
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not re.search(r"""(src|href)=["']?https?:""", page)  # nothing fetched
-    assert page.index("data-outcome='failed'") < page.index("data-outcome='not-run'") < page.index("data-outcome='passed'")
+    order = [page.index(f"data-outcome='{outcome}'") for outcome in ("failed", "not-run", "passed")]
+    assert order == sorted(order)
     assert "last observed object" in page and "Implementation defect" in page and "1 deselected" in page
 
 

@@ -87,7 +87,8 @@ def test_full_run_under_xdist_matches_junit(tmp_path, profile):
     [p] = doc["profiles"]
     stats = p["core"]["statistics"]
     not_applicable = [c for c in junit_cases(tmp_path / "junit.xml").values()
-                      if (s := c.find("skipped")) is not None and (s.get("message") or "").startswith("not-applicable:")]
+                      if (s := c.find("skipped")) is not None
+                      and (s.get("message") or "").startswith("not-applicable:")]
     assert counts["failures"] == counts["errors"] == 0
     assert stats == {"Passed": counts["tests"] - counts["skipped"], "Failed": 0,
                      "Skipped": counts["skipped"] - len(not_applicable)}, (stats, counts)
@@ -96,7 +97,8 @@ def test_full_run_under_xdist_matches_junit(tmp_path, profile):
     # Facts of the workers' clusters came to the controller.
     assert doc["gatewayAPIVersion"] == "v1.3.0" and doc["gatewayAPIChannel"] == "standard"
     assert doc["GatewayAPIInferenceExtensionVersion"] == "v0.0.0-seed" and doc["mode"] == "default"
-    env = dict(line.split("=", 1) for line in (tmp_path / "allure-results" / "environment.properties").read_text().splitlines())
+    properties = (tmp_path / "allure-results" / "environment.properties").read_text()
+    env = dict(line.split("=", 1) for line in properties.splitlines())
     assert env["Kubernetes.version"].startswith("v1.") and env["API.revision"].startswith("seed")
     assert env["GatewayClass"] == "reference" and env["Implementation"] == "acme/gw v1.2.0"
     assert (tmp_path / "allure-results" / "categories.json").is_file()
@@ -206,7 +208,8 @@ def test_interrupted_run_still_leaves_a_report(tmp_path, faulty_cluster, profile
     doc = load_report(tmp_path / "r.yaml")
     core = doc["profiles"][0]["core"]
     assert core["result"] == "partial" and core["statistics"]["Failed"] == 0
-    assert core["statistics"]["Passed"] >= 1 and core["statistics"]["Skipped"] == len(profile) - core["statistics"]["Passed"]
+    stats = core["statistics"]
+    assert stats["Passed"] >= 1 and stats["Skipped"] == len(profile) - stats["Passed"]
     assert "interrupted" in doc["profiles"][0]["summary"] or "did not run" in doc["profiles"][0]["summary"]
     assert "conformance results" in out and (tmp_path / "report.html").is_file()
     assert (tmp_path / "junit.xml").is_file()

@@ -1,9 +1,11 @@
 """Find or build `kcp`, the control-plane binary of the embedded cluster.
 
-The binary is built from the Go module in `controlplane/` and cached under the
-user's cache directory, keyed by a hash of that module's sources: a fresh clone
-reuses an earlier build, and a source change builds anew. Go's own build and
-module caches make a rebuild cheap after the first one.
+The binary is built from the Go module in `controlplane/` (found by
+`conformance.data`: a checkout's, or an installed package's copy) and cached
+under the user's cache directory, keyed by a hash of that module's sources: a
+fresh clone, or an installed package with the same sources, reuses an earlier
+build, and a source change builds anew. Go's own build and module caches make
+a rebuild cheap after the first one.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-MODULE_DIR = Path(__file__).resolve().parents[2] / "controlplane"
+from ..data import CONTROLPLANE as MODULE_DIR
+from ..data import CONTROLPLANE_SUFFIXES
+
 BINARY_ENV = "IPC_KCP_BINARY"
 
 
@@ -38,7 +42,7 @@ def kubernetes_version() -> str:
 def _source_hash() -> str:
     h = hashlib.sha256()
     for p in sorted(MODULE_DIR.glob("*")):
-        if p.suffix in (".go", ".mod", ".sum"):
+        if p.suffix in CONTROLPLANE_SUFFIXES:
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -61,7 +65,8 @@ def ensure(progress=None) -> Path:
     if override:
         path = Path(override)
         if not os.access(path, os.X_OK):
-            raise BuildError(f"{BINARY_ENV}={override} is not an executable file; unset it or build with `python -m conformance build`")
+            raise BuildError(f"{BINARY_ENV}={override} is not an executable file; unset it or build with "
+                             "`python -m conformance build`")
         return path
     path = cached_path()
     if path.exists():
@@ -78,7 +83,8 @@ def ensure(progress=None) -> Path:
 def _build(dest: Path, progress) -> None:
     go = shutil.which("go")
     if not go:
-        raise BuildError("Go is not installed (no `go` on PATH); install Go 1.25 or newer to build the embedded control plane, or run against your own cluster with --kubeconfig")
+        raise BuildError("Go is not installed (no `go` on PATH); install Go 1.25 or newer to build the embedded "
+                         "control plane, or run against your own cluster with --kubeconfig")
     version = kubernetes_version()
     minor = version.split(".")[1]
     pkg = "k8s.io/component-base/version"
@@ -91,7 +97,8 @@ def _build(dest: Path, progress) -> None:
     ])
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
     cmd = [go, "build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), "."]
-    progress(f"building the embedded control plane (Kubernetes {version}) into {dest}; the first build takes several minutes")
+    progress(f"building the embedded control plane (Kubernetes {version}) into {dest}; the first build takes "
+             "several minutes")
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=MODULE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     compiled = 0

@@ -107,14 +107,14 @@ class EmbeddedCluster:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def __enter__(self) -> "EmbeddedCluster":
+    def __enter__(self) -> EmbeddedCluster:
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def start(self, progress=None) -> "EmbeddedCluster":
+    def start(self, progress=None) -> EmbeddedCluster:
         kcp = binary.ensure(progress)
         self.dir = Path(tempfile.mkdtemp(prefix="ipc-cluster-"))
         self._lifeline_read, self._lifeline = os.pipe()

@@ -45,7 +45,8 @@ def private_kubeconfig(paths: str, context: str | None) -> tuple[Path, str, str]
         try:
             doc = yaml.safe_load(p.read_text()) or {}
         except (OSError, yaml.YAMLError) as e:
-            raise KubeconfigError(f"kubeconfig {p} cannot be read as YAML ({type(e).__name__}); fix the file or pass another --kubeconfig")
+            raise KubeconfigError(f"kubeconfig {p} cannot be read as YAML ({type(e).__name__}); fix the file or pass "
+                                  "another --kubeconfig") from None
         if not isinstance(doc, dict):
             raise KubeconfigError(f"kubeconfig {p} is not a kubeconfig mapping")
         current = current or doc.get("current-context")
@@ -62,11 +63,13 @@ def private_kubeconfig(paths: str, context: str | None) -> tuple[Path, str, str]
     ctx = merged["contexts"].get(name)
     if ctx is None:
         known = ", ".join(sorted(merged["contexts"])) or "none"
-        raise KubeconfigError(f"context {name!r} is not in the kubeconfig (known: {known}); pass --context with one of them")
+        raise KubeconfigError(f"context {name!r} is not in the kubeconfig (known: {known}); pass --context with one "
+                              "of them")
     cluster = merged["clusters"].get(ctx.get("cluster"))
     user = merged["users"].get(ctx.get("user"), {})
     if not cluster or not cluster.get("server"):
-        raise KubeconfigError(f"context {name!r} names cluster {ctx.get('cluster')!r}, which has no server in the kubeconfig")
+        raise KubeconfigError(f"context {name!r} names cluster {ctx.get('cluster')!r}, which has no server in the "
+                              "kubeconfig")
     doc = {
         "apiVersion": "v1",
         "kind": "Config",

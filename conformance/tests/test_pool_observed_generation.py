@@ -30,7 +30,8 @@ def test_pool_observed_generation(topology):
     topology.apply_file("pool-with-route.yaml")
     topology.wait_pool_condition("Accepted", "True", "Accepted")
     for port in (8001, 8002):
-        generation = topology.patch("InferencePool", "pool", {"spec": {"targetPortNumber": port}})["metadata"]["generation"]
+        patched = topology.patch("InferencePool", "pool", {"spec": {"targetPortNumber": port}})
+        generation = patched["metadata"]["generation"]
         topology.wait_pool(_all_latest(topology),
                            f"every condition of the Gateway's entry at observedGeneration {generation} "
                            "(or without one), Accepted True")

@@ -79,10 +79,13 @@ def test_spec_on_status_is_ignored(kube, namespace):
 
 def test_generation_moves_on_spec_changes_only(kube, namespace):
     g0 = kube.create(_pool(namespace))["metadata"]["generation"]
-    after_status = kube.patch(POOL, "InferencePool", "pool", {"status": STATUS}, namespace=namespace, subresource="status")
+    after_status = kube.patch(POOL, "InferencePool", "pool", {"status": STATUS}, namespace=namespace,
+                              subresource="status")
     assert after_status["metadata"]["generation"] == g0, "a status write moved metadata.generation"
-    after_label = kube.patch(POOL, "InferencePool", "pool", {"metadata": {"labels": {"tier": "gpu"}}}, namespace=namespace)
+    after_label = kube.patch(POOL, "InferencePool", "pool", {"metadata": {"labels": {"tier": "gpu"}}},
+                             namespace=namespace)
     assert after_label["metadata"]["generation"] == g0, "a metadata-only change moved metadata.generation"
     after_spec = kube.patch(POOL, "InferencePool", "pool", {"spec": {"targetPortNumber": 8001}}, namespace=namespace)
     assert after_spec["metadata"]["generation"] == g0 + 1, (
-        f"a spec change moved metadata.generation from {g0} to {after_spec['metadata']['generation']}, expected {g0 + 1}")
+        f"a spec change moved metadata.generation from {g0} to {after_spec['metadata']['generation']}, "
+        f"expected {g0 + 1}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference_gateway import faults
+from reference_gateway import behaviours, faults
 
 from .objects import Objects
 
@@ -17,5 +17,7 @@ def objs() -> Objects:
 @pytest.fixture(autouse=True)
 def no_faults():
     faults.activate([])
+    behaviours.activate([])
     yield
     faults.activate([])
+    behaviours.activate([])

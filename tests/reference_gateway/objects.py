@@ -82,6 +82,7 @@ class FakeKube:
     def __init__(self, objects):
         self.objects = {(o["kind"], *key(o)): copy.deepcopy(o) for o in objects}
         self.puts = []
+        self.patches = []
 
     def replace(self, body, subresource=None):
         assert subresource == "status"
@@ -92,6 +93,17 @@ class FakeKube:
             raise ApiError(409, {"reason": "Conflict"}, "PUT", str(k))
         cur = {**cur, "status": copy.deepcopy(body["status"])}
         cur["metadata"] = {**cur["metadata"], "resourceVersion": str(int(cur["metadata"]["resourceVersion"]) + 1)}
+        self.objects[k] = cur
+        return copy.deepcopy(cur)
+
+    def patch(self, api_version, kind, name, patch, namespace=None, subresource=None):
+        """A JSON merge patch of /status (no resourceVersion: it never conflicts)."""
+        assert subresource == "status" and set(patch) == {"status"}
+        k = (kind, namespace or "", name)
+        cur = copy.deepcopy(self.objects[k])
+        self.patches.append(copy.deepcopy(patch))
+        cur["status"] = {**(cur.get("status") or {}), **copy.deepcopy(patch["status"])}
+        cur["metadata"]["resourceVersion"] = str(int(cur["metadata"]["resourceVersion"]) + 1)
         self.objects[k] = cur
         return copy.deepcopy(cur)
 

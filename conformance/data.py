@@ -1,0 +1,63 @@
+"""Where the files the suite reads are: the one place that knows, for a checkout and an installed package alike.
+
+The repository keeps them at its top level, beside `conformance/`:
+
+* `manifests/`: the schema and defaulting cases, the status topologies, the
+  InferencePool CRD of every API revision, the Gateway API CRDs, the RBAC
+  manifests;
+* `controlplane/`: the Go module the embedded cluster's binary is built from.
+
+A built package (wheel, and so anything installed with `pip install`) carries
+the same files under `conformance/_data/` (`setup.py` copies them there when it
+builds; `MANIFEST.in` puts them in the sdist). An editable install reads the
+checkout's own files. Nothing else in the suite builds a path to either folder.
+
+This module imports nothing from the suite, so that `setup.py` can load it by
+path to learn what to ship.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+PACKAGED = PACKAGE / "_data"  # an installed package's copy
+CHECKOUT = PACKAGE.parent  # the repository's top level, when this is a checkout
+# What a control-plane source is: the files `go build` reads, and so what keys its cache
+# (conformance.cluster.binary). The package carries exactly these.
+CONTROLPLANE_SUFFIXES = (".go", ".mod", ".sum")
+
+
+def _root() -> Path:
+    if (PACKAGED / "manifests").is_dir():
+        return PACKAGED
+    return CHECKOUT
+
+
+ROOT = _root()
+MANIFESTS = ROOT / "manifests"
+CONTROLPLANE = ROOT / "controlplane"
+
+
+def installed() -> bool:
+    """Whether the files are an installed package's copy (else a checkout's)."""
+    return ROOT == PACKAGED
+
+
+def problem() -> str | None:
+    """One line saying what is missing, or None when the files are all there."""
+    missing = [p for p in (MANIFESTS / "schema" / "_base.yaml", CONTROLPLANE / "go.mod") if not p.is_file()]
+    if not missing:
+        return None
+    return (f"the suite's data files are missing ({', '.join(map(str, missing))}): a package installed from a "
+            "wheel or sdist carries them in conformance/_data/, a checkout at its top level; reinstall the "
+            "package (pip install inferencepool-conformance) or run from a whole checkout")
+
+
+def shipped(checkout: Path = CHECKOUT) -> list[Path]:
+    """What a package must carry, relative to the checkout's top level: every file of manifests/ and the
+    control-plane module's sources."""
+    files = [p for p in sorted((checkout / "manifests").rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [p for p in sorted((checkout / "controlplane").iterdir())
+              if p.is_file() and p.suffix in CONTROLPLANE_SUFFIXES]
+    return [p.relative_to(checkout) for p in files]
