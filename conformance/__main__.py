@@ -100,7 +100,7 @@ def _coverage(args) -> int:
 
 
 def _tests(args) -> int:
-    from . import inventory
+    from .results import inventory
 
     code, tests, output = inventory.collect_here()
     if code != 0:
@@ -119,7 +119,7 @@ def _tests(args) -> int:
 def _check_reports(args) -> int:
     from pathlib import Path
 
-    from .publication import check_tree
+    from .results.publication import check_tree
 
     problems = check_tree(Path(args.directory))
     for p in problems:

@@ -94,7 +94,7 @@ CLI_NAMES = {"debug": "conformance-debug", "version": "implementation-version"}
 PROFILES = ("Gateway",)
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                         r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_TOKEN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.+]*$")  # same rule as conformance.report
+_TOKEN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.+]*$")  # same rule as conformance.results.report
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # An image reference: [registry[:port]/]path[:tag][@digest] (the grammar of distribution/reference).
 _IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"

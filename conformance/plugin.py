@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from . import data, evidence, inventory, options, rules, runner
+from . import data, options, rules, runner
+from .results import evidence, inventory
 from .cluster.provider import KubeconfigError, UserClusterManager
 from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
-from .reporting import ReportPlugin
+from .results.reporting import ReportPlugin
 from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
 from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
 from .topology import SILENT

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from . import evidence
+from .results import evidence
 from .data import MANIFESTS
 from .kube import ApiError, Kube
 from .revisions import REVISIONS, Revision

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from . import conditions, evidence
+from . import conditions
+from .results import evidence
 from .data import MANIFESTS
 from .kube import Kube
 from .options import DEFAULT_MODEL_SERVER_IMAGE

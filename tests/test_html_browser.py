@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import html_report, report, results
-from conformance.report import ProfileTest
+from conformance.results import artifacts as results
+from conformance.results import html_report, report
+from conformance.results.report import ProfileTest
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]

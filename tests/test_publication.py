@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import report
-from conformance.publication import check_tree
-from conformance.report import ProfileTest
+from conformance.results import report
+from conformance.results.publication import check_tree
+from conformance.results.report import ProfileTest
 
 REPO = Path(__file__).resolve().parents[1]
 META = {"organization": "acme", "project": "gw", "url": "https://example.com/gw", "version": "v1.2.0",

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import html_report, inventory, report, results, revisions
-from conformance.report import Phase, ProfileTest
+from conformance import revisions
+from conformance.results import artifacts as results
+from conformance.results import html_report, inventory, report
+from conformance.results.report import Phase, ProfileTest
 
 META = {"organization": "acme", "project": "gw", "url": "https://example.com/gw", "version": "v1.2.0",
         "contact": ["@acme/gw"]}
@@ -294,7 +296,7 @@ def test_html_page_is_self_contained_and_escaped():
 
 
 def test_published_reports_pass_the_checker():
-    from conformance.publication import check_tree
+    from conformance.results.publication import check_tree
 
     root = Path(__file__).resolve().parents[1] / "reports"
     assert check_tree(root) == []
@@ -307,7 +309,7 @@ def test_scope_with_pyargs():
 
 
 def test_default_results_dirs_are_pruned(tmp_path):
-    from conformance.reporting import default_results_dir, prune_results
+    from conformance.results.reporting import default_results_dir, prune_results
 
     dirs = [default_results_dir(tmp_path, f"{i:06x}", now=1_700_000_000 + i) for i in range(5)]
     for d in dirs:

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from kubernetes import config as k8s_config
 
-from conformance import report
+from conformance.results import report
 from conformance.kube import Kube
 
 from .suite_run import SUITE_LABEL
@@ -62,7 +62,7 @@ def load_report(path: Path) -> dict:
 
 
 def whole_suite() -> list[report.ProfileTest]:
-    from conformance import inventory
+    from conformance.results import inventory
 
     out = subprocess.run([sys.executable, "-m", "conformance", "tests", "--json"], cwd=REPO, capture_output=True,
                          text=True, timeout=300, check=True).stdout

@@ -22,7 +22,8 @@ x-k8s copy of v1.0 - v1.4) have no difference from their revision's CRD here.
 import pytest
 import yaml
 
-from conformance import crd_drift, evidence
+from conformance import crd_drift
+from conformance.results import evidence
 from conformance.revisions import CRD_NAME
 
 CRD_API = "apiextensions.k8s.io/v1"

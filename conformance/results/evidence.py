@@ -9,7 +9,7 @@ import allure
 import pytest
 import yaml
 
-from .wait import trim
+from ..wait import trim
 
 REPORTS = pytest.StashKey[dict]()
 

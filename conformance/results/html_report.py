@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from .report import ProfileResult
-from .results import Attachment, Facts
+from .artifacts import Attachment, Facts
 
 OUTCOMES = ("failed", "skipped", "not-run", "not-supported", "not-applicable", "passed")
 

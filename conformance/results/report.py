@@ -2,7 +2,7 @@
 
 Pure functions on plain data, so every rule here is unit-tested without a
 cluster or a pytest run (`tests/test_report.py`). The pytest glue that feeds
-them is `conformance/reporting.py`.
+them is `reporting.py` beside it.
 
 How a run is counted (SPEC section 4, and the choices this suite makes):
 
@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 
 import yaml
 
-from .revisions import NOT_APPLICABLE_PREFIX
+from ..revisions import NOT_APPLICABLE_PREFIX
 
 API_VERSION = "gateway.networking.k8s.io/v1"
 KIND = "ConformanceReport"

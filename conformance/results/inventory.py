@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from .features import CORE_FEATURES
+from ..features import CORE_FEATURES
 from .report import ProfileTest, key_of, short_name, tier_of
 
-SUITE_DIR = Path(__file__).resolve().parent / "tests"
+SUITE_DIR = Path(__file__).resolve().parent.parent / "tests"
 
 
 def describe(item: pytest.Item) -> ProfileTest | None:

@@ -33,11 +33,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from . import html_report, inventory, results, revisions
+from .. import revisions
+from . import artifacts, html_report, inventory
 from . import report as cr
-from .features import REFERENCE_GATEWAY_CLASS
+from ..features import REFERENCE_GATEWAY_CLASS
 from .report import Phase, ProfileTest, key_of
-from .results import Facts
+from .artifacts import Facts
 
 FACTS_KEY = "ipc_facts"  # in xdist's workeroutput
 GATEWAYS_CRD = "gateways.gateway.networking.k8s.io"
@@ -221,7 +222,7 @@ class ReportPlugin:
         """What can be said without a connection: all of it for the embedded cluster."""
         facts = Facts(cluster=self._cluster(), gateway_class=self._gateway_class(), source="static")
         if self.opts.embedded:
-            from .cluster import binary
+            from ..cluster import binary
 
             rev = revisions.REVISIONS[self.opts.api_revision or revisions.DEFAULT]
             facts.api_revision, facts.api_revision_title = rev.name, rev.title
@@ -373,7 +374,7 @@ class ReportPlugin:
         # Whose problem each failure is: the implementation's, or the environment's.
         per_category: dict[str, int] = defaultdict(int)
         for key, rec in self.records.items():
-            cat = results.categorize(outcomes[key][0], rec.assertion, rec.text)
+            cat = artifacts.categorize(outcomes[key][0], rec.assertion, rec.text)
             if cat is not None:
                 per_category[cat.name] += 1
         if per_category:
@@ -398,8 +399,8 @@ class ReportPlugin:
         if self.allure_dir is not None:
             self.allure_dir.mkdir(parents=True, exist_ok=True)
             _atomic_write(self.allure_dir / "environment.properties",
-                          results.environment_properties(facts, impl_text, opts.mode))
-            _atomic_write(self.allure_dir / "categories.json", results.categories_json())
+                          artifacts.environment_properties(facts, impl_text, opts.mode))
+            _atomic_write(self.allure_dir / "categories.json", artifacts.categories_json())
             self.lines.append(f"Allure results: {self.allure_dir}")
         if self.config.option.xmlpath:
             self.lines.append(f"JUnit XML: {self._path(Path(self.config.option.xmlpath))}")
@@ -414,7 +415,7 @@ class ReportPlugin:
                                             reason=why_not_run.get(t.key, "")))
                 continue
             outcome, reason = outcomes[t.key]
-            cat = results.categorize(outcome, rec.assertion, rec.text)
+            cat = artifacts.categorize(outcome, rec.assertion, rec.text)
             rows.append(html_report.Row(t.name, rec.nodeid, t.tier, outcome, t.rules, t.areas, rec.duration,
                                         reason, rec.text, cat.name if cat else "",
                                         attachments.get(rec.nodeid, [])))
@@ -430,7 +431,7 @@ class ReportPlugin:
     def _attachments(self) -> dict:
         if self.allure_dir is None:
             return {}
-        return results.read_allure(self.allure_dir, run=self.run_id)
+        return artifacts.read_allure(self.allure_dir, run=self.run_id)
 
     def _link_latest(self) -> None:
         latest = self.results_dir.parent / "latest"
