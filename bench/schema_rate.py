@@ -28,7 +28,7 @@ from conformance.revisions import REVISIONS  # noqa: E402
 
 
 def rate(kubeconfig: Path, threads: int, rounds: int) -> tuple[float, int]:
-    bases, cases = schema_cases.load()
+    bases, cases = schema_cases.load("v1alpha2")
     dry = [c for c in cases if c.target == "spec" and "dry-run" in c.via]
     revision = REVISIONS["seed"]
     kubes = [Kube(config.new_client_from_config(config_file=str(kubeconfig))) for _ in range(threads)]

@@ -8,7 +8,7 @@
                                            revisions it knows first, and where the results went last.
 
   build                     build (or find in the cache) the control-plane binary
-  cluster up [--no-crds] [--api-revision R]
+  cluster up [--no-crds] [--api-revision R[,R]]
                             start the embedded cluster, print its kubeconfig path
                             and keep it up until Ctrl-C
   coverage [pytest args]    print which tests check each SPEC rule
@@ -67,11 +67,18 @@ def _cluster_up(args) -> int:
     from .cluster.binary import BuildError
     from .cluster.embedded import ClusterError, EmbeddedCluster
 
-    if args.api_revision not in revisions.REVISIONS:
-        print(f"error: unknown --api-revision {args.api_revision} (known: {', '.join(revisions.REVISIONS)})",
-              file=sys.stderr)
+    names = [n.strip() for n in args.api_revision.split(",") if n.strip()]
+    unknown = [n for n in names if n not in revisions.REVISIONS]
+    if unknown or not names:
+        print(f"error: unknown --api-revision {','.join(unknown) or args.api_revision!r} "
+              f"(known: {', '.join(revisions.REVISIONS)})", file=sys.stderr)
         return 2
-    crds = [] if args.no_crds else revisions.REVISIONS[args.api_revision].embedded_crds
+    apis = [revisions.REVISIONS[n].api.name for n in names]
+    if len(set(apis)) < len(apis):
+        print(f"error: --api-revision {args.api_revision}: at most one revision per API", file=sys.stderr)
+        return 2
+    crds = [] if args.no_crds else list(dict.fromkeys(
+        p for n in names for p in revisions.REVISIONS[n].embedded_crds))
     cluster = EmbeddedCluster(crd_paths=crds)
     stop = threading.Event()
     # Explicit handlers: a shell script's background job starts with SIGINT ignored.
@@ -80,7 +87,7 @@ def _cluster_up(args) -> int:
     try:
         cluster.start(progress=lambda m: print(m, file=sys.stderr, flush=True))
         print(f"cluster up: {cluster.server}", file=sys.stderr)
-        print(f"CRDs: {'none' if args.no_crds else 'InferencePool (' + args.api_revision + ') and Gateway API'}",
+        print(f"CRDs: {'none' if args.no_crds else 'InferencePool (' + ', '.join(names) + ') and Gateway API'}",
               file=sys.stderr)
         print(cluster.kubeconfig, flush=True)  # stdout: just the path, for scripts
         print("press Ctrl-C to stop", file=sys.stderr, flush=True)
@@ -156,7 +163,8 @@ def _command(argv: list[str]) -> int:
     from .revisions import DEFAULT, REVISIONS
 
     up.add_argument("--api-revision", default=DEFAULT,
-                    help="InferencePool API revision of the CRD to install: "
+                    help="InferencePool API revisions whose CRDs to install, comma-separated, at most one per "
+                         "API: "
                          + ", ".join(f"{r.name} ({r.title})" for r in REVISIONS.values()) + " (default: %(default)s)")
     up.set_defaults(func=_cluster_up)
     cov = sub.add_parser("coverage", help="print the rule coverage matrix")

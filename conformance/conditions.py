@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .revisions import Revision
+from .revisions import APIS, Revision
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,14 @@ class Judgement:
         return Judgement(() if ok else (f"not yet: {expected}",))
 
 
+def judge_any(*judges: Callable[[dict | None], Judgement]) -> Callable[[dict | None], Judgement]:
+    """Holds when any of the judges holds; else the first one's verdict (its problems and answer)."""
+    def judge(obj: dict | None) -> Judgement:
+        verdicts = [j(obj) for j in judges]
+        return next((v for v in verdicts if v.ok), verdicts[0])
+    return judge
+
+
 def find(conditions: list[dict] | None, ctype: str) -> dict | None:
     return next((c for c in conditions or [] if c.get("type") == ctype), None)
 
@@ -53,17 +61,31 @@ def matches(condition: dict | None, status: str, reason: str | None, generation:
             and (reason is None or condition.get("reason") == reason) and is_latest(condition, generation))
 
 
-# -- InferencePool status.parent ------------------------------------------------
+# -- InferencePool status.parent (v1alpha2) / status.parents (v1) -----------------
+
+
+def status_key(pool: dict | None) -> str:
+    """The name of the pool's list of parent entries, as its API spells it."""
+    api = next((a for a in APIS.values() if a.api_version == (pool or {}).get("apiVersion")), None)
+    if api is not None:
+        return api.status_key
+    status = (pool or {}).get("status") or {}
+    return "parents" if "parents" in status else "parent"
 
 
 def pool_parents(pool: dict | None) -> list[dict]:
-    return ((pool or {}).get("status") or {}).get("parent") or []
+    """The pool's status parent entries, whichever API it is of (empty when it has none)."""
+    return ((pool or {}).get("status") or {}).get(status_key(pool)) or []
+
+
+def _pool_namespace(pool: dict | None) -> str | None:
+    return ((pool or {}).get("metadata") or {}).get("namespace")
 
 
 def pool_parent(pool: dict | None, revision: Revision, gateway: str, namespace: str) -> dict | None:
-    """The status.parent entry naming Gateway namespace/gateway, if any."""
-    return next((p for p in pool_parents(pool) if revision.names_gateway(p.get("parentRef") or {}, gateway, namespace)),
-                None)
+    """The status parent entry naming Gateway namespace/gateway, if any."""
+    return next((p for p in pool_parents(pool) if not revision.parent_ref_differences(
+        p.get("parentRef") or {}, gateway, namespace, _pool_namespace(pool))), None)
 
 
 def pool_condition(revision: Revision, gateway: str, namespace: str, ctype: str, status: str,
@@ -76,8 +98,9 @@ def pool_condition(revision: Revision, gateway: str, namespace: str, ctype: str,
     return check
 
 
-def describe(ctype: str, status: str, reason: str | None, gateway: str, namespace: str) -> str:
-    return (f"status.parent entry for Gateway {namespace}/{gateway} with condition {ctype}={status}"
+def describe(ctype: str, status: str, reason: str | None, gateway: str, namespace: str,
+             key: str = "parent") -> str:
+    return (f"status.{key} entry for Gateway {namespace}/{gateway} with condition {ctype}={status}"
             + (f" reason {reason}" if reason else "") + " at the current generation")
 
 
@@ -163,9 +186,11 @@ def judge_pool_condition(revision: Revision, gateway: str, namespace: str, ctype
             return Judgement(("the InferencePool does not exist",))
         gen = _generation(pool)
         entries = implementation_entries(pool, revision, ignore)
-        entry, ref_diffs = _nearest(entries, lambda ref: revision.parent_ref_differences(ref, gateway, namespace))
+        entry, ref_diffs = _nearest(entries, lambda ref: revision.parent_ref_differences(
+            ref, gateway, namespace, _pool_namespace(pool)))
         if entry is None:
-            return Judgement((f"status.parent has no entry from an implementation (wanted: one for {where})",))
+            return Judgement((f"status.{status_key(pool)} has no entry from an implementation "
+                              f"(wanted: one for {where})",))
         # Only an entry carrying the Gateway's name answers for it: an entry for
         # another Gateway says nothing about when this one's will come.
         answered = _all_latest(entry.get("conditions"), gen) and (entry.get("parentRef") or {}).get("name") == gateway

@@ -13,8 +13,11 @@ named by field path even where no request would show it:
   (`description`, `title`, `example`, `externalDocs`): type, format, enum,
   bounds, lengths, pattern, required, default, list and map types, list-map
   keys, item and property counts, x-kubernetes-preserve-unknown-fields, ...,
-  and each CEL rule of x-kubernetes-validations by its rule text (with its
-  reason, fieldPath and optionalOldSelf; its message is wording);
+  and each CEL rule of x-kubernetes-validations by its rule text, whitespace
+  aside (with its reason, fieldPath and optionalOldSelf; its message is
+  wording): the GA API's CEL rules (unique targetPorts, a port for a Service
+  endpointPickerRef) and its property counts (matchLabels: 1 to 64) are
+  named like any other keyword;
 * once per CRD: scope and spec.preserveUnknownFields.
 
 What the API server adds to a stored CRD on its own (metadata, status,
@@ -27,6 +30,7 @@ it out; order does not count in enum, required and list-map keys.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 ROOT = "(root)"
@@ -152,19 +156,43 @@ def _child(path: str, suffix: str) -> str:
     return path + suffix
 
 
+_CEL_TOKEN = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\s+|[^\s'"]+""")
+_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
+def cel_text(rule: str) -> str:
+    """A CEL rule's text with the whitespace that carries no meaning taken out: none next to an
+    operator or bracket, one space between two words; string literals are left as written.
+
+    `p1.number == p2.number` and `p1.number==p2.number` are one rule; `'a b'` and `'ab'` are two.
+    """
+    out: list[str] = []
+    pending_space = False
+    for token in _CEL_TOKEN.findall(rule.strip()):
+        if token.isspace():
+            pending_space = True
+            continue
+        if pending_space and out and _WORD.match(out[-1][-1]) and _WORD.match(token[0]):
+            out.append(" ")
+        pending_space = False
+        out.append(token)
+    return "".join(out)
+
+
 def _compare_rules(d: _Diff, path: str, got: list, want: list) -> None:
-    """x-kubernetes-validations, matched by rule text."""
+    """x-kubernetes-validations, matched by rule text (`cel_text`: whitespace aside)."""
     def by_rule(rules):
         out: dict[str, list[dict]] = {}
         for r in rules or []:
             if isinstance(r, dict):
-                out.setdefault(str(r.get("rule", "")).strip(), []).append(r)
+                out.setdefault(cel_text(str(r.get("rule", ""))), []).append(r)
         return out
 
     mine, theirs = by_rule(got), by_rule(want)
     where = f"where revision {d.revision}"
-    for rule in sorted(set(mine) | set(theirs)):
-        a, b = mine.get(rule, []), theirs.get(rule, [])
+    for key in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(key, []), theirs.get(key, [])
+        rule = str((a or b)[0].get("rule", "")).strip()  # as written (the installed CRD's, if it has it)
         if not a:
             d.add(path, f"no CEL rule {json.dumps(rule)} {where} has it")
         elif not b:

@@ -47,10 +47,12 @@ class Resource:
 
 
 INFERENCE_GROUP = "inference.networking.x-k8s.io"
+INFERENCE_GA_GROUP = "inference.networking.k8s.io"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 
 RESOURCES: dict[tuple[str, str], Resource] = {
     (f"{INFERENCE_GROUP}/v1alpha2", "InferencePool"): Resource(INFERENCE_GROUP, "v1alpha2", "inferencepools"),
+    (f"{INFERENCE_GA_GROUP}/v1", "InferencePool"): Resource(INFERENCE_GA_GROUP, "v1", "inferencepools"),
     (f"{GATEWAY_GROUP}/v1", "GatewayClass"): Resource(GATEWAY_GROUP, "v1", "gatewayclasses", namespaced=False),
     (f"{GATEWAY_GROUP}/v1", "Gateway"): Resource(GATEWAY_GROUP, "v1", "gateways"),
     (f"{GATEWAY_GROUP}/v1", "HTTPRoute"): Resource(GATEWAY_GROUP, "v1", "httproutes"),

@@ -77,14 +77,15 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
     "kubeconfig": ("str", None,
                    "kubeconfig of the cluster to test (default: $KUBECONFIG; none: start the embedded cluster)"),
     "context": ("str", None, "kubeconfig context to use"),
-    "api-revision": ("str", None,
-                     "force the InferencePool API revision instead of detecting it from the installed CRD"),
+    "api-revision": ("list", None,
+                     "comma-separated InferencePool API revisions to judge, at most one per API (e.g. seed,v1.6); "
+                     "default: every API installed, its revision detected from the CRD (embedded: seed,v1.6)"),
     "results-dir": ("str", None, "directory for the run's JUnit XML, Allure results, HTML page and report (default: "
                                  "reports/out/<UTC time>-<run id>/ under pytest's rootdir: the checkout, or the "
                                  "directory an installed suite runs in)"),
     "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under "
                                             "test ({kubeconfig} is replaced by the kubeconfig path, {api_revision} by "
-                                            "the API revision's name)"),
+                                            "the judged API revisions' names, comma-separated)"),
 }
 
 # pytest owns --debug and --version, so on the command line these two carry a
@@ -212,7 +213,7 @@ class Options:
     timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
     kubeconfig: str | None = None
     context: str | None = None
-    api_revision: str | None = None
+    api_revisions: tuple[str, ...] = ()  # forced by --api-revision; empty: detect every installed API
     implementation_command: str | None = None
     results_dir: Path | None = None
 
@@ -295,7 +296,8 @@ def _convert(name: str, kind: str, raw) -> object:
 
 
 def from_config(config, known_features: frozenset[str], known_tests: frozenset[str] | None = None,
-                known_revisions: frozenset[str] | None = None) -> Options:
+                known_revisions: dict[str, str] | None = None) -> Options:
+    """The run's options; `known_revisions` maps each revision name to its API's name."""
     cli = {name: config.getoption("ipc_" + name.replace("-", "_")) for name in _FLAGS}
     merged: dict = {}
     if cli["conformance-options-file"]:
@@ -322,9 +324,16 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
             if t and t not in known_tests:
                 raise OptionError(f"unknown test {t!r} in --run-test/--skip-tests; list them with "
                                   "`python -m conformance tests`")
-    if known_revisions is not None and values["api-revision"] and values["api-revision"] not in known_revisions:
-        raise OptionError(f"--api-revision={values['api-revision']}: unknown "
-                          f"(known: {', '.join(sorted(known_revisions))})")
+    if known_revisions is not None:
+        unknown = [r for r in values["api-revision"] or () if r not in known_revisions]
+        if unknown:
+            raise OptionError(f"--api-revision={','.join(unknown)}: unknown "
+                              f"(known: {', '.join(known_revisions)})")
+        apis = [known_revisions[r] for r in values["api-revision"] or ()]
+        twice = sorted({a for a in apis if apis.count(a) > 1})
+        if twice:
+            raise OptionError(f"--api-revision={','.join(values['api-revision'])}: more than one revision of API "
+                              f"{', '.join(twice)}; give at most one per API")
     timeouts = TimeoutConfig()
     if values["timeout-config-overrides"]:
         try:
@@ -398,7 +407,7 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         timeouts=timeouts,
         kubeconfig=kubeconfig,
         context=values["context"],
-        api_revision=values["api-revision"],
+        api_revisions=tuple(values["api-revision"] or ()),
         implementation_command=values["implementation-command"],
         results_dir=Path(results_dir).expanduser() if results_dir else None,
     )

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from . import data, options, rules, runner
-from .results import evidence, inventory
+from . import data, options, revisions, rules, runner
 from .cluster.provider import KubeconfigError, UserClusterManager
 from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
+from .results import evidence, inventory
 from .results.reporting import ReportPlugin
 from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
 from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
@@ -78,7 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                    pyargs=bool(config.option.pyargs)) != "none":
         raise pytest.UsageError(missing)
     try:
-        opts = options.from_config(config, FEATURES, known_revisions=frozenset(REVISIONS))
+        opts = options.from_config(config, FEATURES,
+                                   known_revisions={name: rev.api.name for name, rev in REVISIONS.items()})
         user = UserClusterManager(opts.kubeconfig, opts.context) if opts.kubeconfig else None
     except (options.OptionError, KubeconfigError) as e:
         raise pytest.UsageError(str(e)) from None
@@ -117,6 +118,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             + (" (reference implementation)" if opts.embedded and not opts.gateway_class else "")]
 
 
+@pytest.hookimpl(tryfirst=True)  # before the parametrize markers: the API comes first in test ids
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each test that judges an API runs once per API the run judges, the API's name in its id."""
+    if "api_revision" in metafunc.fixturenames:
+        apis = metafunc.config.stash[SESSION].judged_apis
+        metafunc.parametrize("api_revision", apis, ids=apis, indirect=True, scope="session")
+
+
 def short_name(item: pytest.Item) -> str:
     """The upstream-style short name of a test: its function name without `test_`."""
     return getattr(item, "originalname", item.name).removeprefix("test_")
@@ -130,6 +139,8 @@ def unregistered_markers(config: pytest.Config, items: list[pytest.Item]) -> lis
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A case of one API's data with another API is no test: such pairs are dropped, not deselected.
+    items[:] = [i for i in items if not inventory.of_another_api(i)]
     unregistered = unregistered_markers(config, items)
     if unregistered:
         raise pytest.UsageError(f"the suite's tests use unregistered marker(s): {', '.join(unregistered)}")
@@ -159,10 +170,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="skipped by --skip-provisional-tests"))
 
 
+@pytest.hookimpl(tryfirst=True)  # a test the revision does not have skips before its fixtures run
 def pytest_runtest_setup(item: pytest.Item) -> None:
     revision_needs = [f for m in item.iter_markers("api_revision_has") for f in m.args]
-    if revision_needs:
-        skip_unless_revision_has(item.config.stash[SESSION].revision, *revision_needs)
+    api = inventory.api_of(item)
+    if revision_needs and api is not None:
+        revision = item.config.stash[SESSION].revision_for(api)
+        if revision is not None:  # else the api_revision fixture says the API is not installed
+            skip_unless_revision_has(revision, *revision_needs)
     needed = {f for m in item.iter_markers("features") for f in m.args}
     if needed:
         missing = needed - item.config.stash[SESSION].supported_features()
@@ -189,7 +204,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     item.stash.setdefault(evidence.REPORTS, {})[report.when] = report
-    mismatch = item.config.stash[SESSION].revision_mismatch
+    mismatch = item.config.stash[SESSION].revision_mismatch.get(inventory.api_of(item))
     if report.failed and mismatch:
         report.sections.append(("API revision", mismatch))
     if report.failed and call.excinfo is not None and isinstance(call.excinfo.value, WaitTimeout):
@@ -204,8 +219,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
                                     "`pytest --pyargs conformance.tests ...`, or run `inferencepool-conformance ...`",
                                     yellow=True, bold=True)
     session = config.stash.get(SESSION, None)
-    if session is not None and session.revision_mismatch:
-        terminalreporter.write_line(session.revision_mismatch, yellow=True, bold=True)
+    for line in (session.revision_mismatch.values() if session is not None else ()):
+        terminalreporter.write_line(line, yellow=True, bold=True)
     # Said once, also under xdist (where each worker found it on its own).
     silent = next((line[line.index(SILENT):].split("; ")[0] for r in terminalreporter.stats.get("failed", [])
                    for line in (getattr(r, "longreprtext", "") or "").splitlines() if SILENT in line), None)
@@ -227,8 +242,14 @@ def kube(suite: SuiteSession):
 
 
 @pytest.fixture(scope="session")
-def api_revision(suite: SuiteSession):
-    return suite.revision
+def api_revision(request: pytest.FixtureRequest, suite: SuiteSession):
+    """The revision of the API the test judges (tests are parametrized by API: `[v1alpha2]`, `[v1]`)."""
+    api = request.param
+    revision = suite.revision_for(api)
+    if revision is None:
+        pytest.skip(f"{NOT_APPLICABLE_PREFIX} API {api} ({revisions.APIS[api].crd_name}) is not installed on the "
+                    "cluster")
+    return revision
 
 
 @pytest.fixture(scope="session")
@@ -239,7 +260,17 @@ def timeouts(suite: SuiteSession):
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, suite: SuiteSession) -> str:
     """A namespace of the test's own; deleted afterwards, and waited for until it is gone."""
-    name = suite.create_namespace(request.node.originalname.removeprefix("test_").replace("_", "-"))
+    yield from _own_namespace(request, suite, request.node.originalname.removeprefix("test_").replace("_", "-"))
+
+
+@pytest.fixture
+def gateway_namespace(request: pytest.FixtureRequest, suite: SuiteSession) -> str:
+    """A second namespace of the test's own, for Gateways apart from the routes and pools (C14)."""
+    yield from _own_namespace(request, suite, "gateways")
+
+
+def _own_namespace(request: pytest.FixtureRequest, suite: SuiteSession, stem: str):
+    name = suite.create_namespace(stem)
     yield name
     failed = any(r.failed for r in request.node.stash.get(evidence.REPORTS, {}).values())
     if failed:
@@ -267,8 +298,9 @@ def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
             suite.start_implementation(opts.implementation_command)
         elif not opts.gateway_class:
             # The reference implementation writes status as the installed revision spells it.
+            judged = "".join(f" --api-revision {r.name}" for r in suite.detected_revisions.values())
             suite.start_implementation(f"{sys.executable} -m reference_gateway --kubeconfig {{kubeconfig}} "
-                                       f"--controller-name {REFERENCE_CONTROLLER} --api-revision {{api_revision}}")
+                                       f"--controller-name {REFERENCE_CONTROLLER}{judged}")
             kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
                          "metadata": {"name": name, "labels": dict(MANAGED_BY)},
                          "spec": {"controllerName": REFERENCE_CONTROLLER}})
@@ -305,7 +337,7 @@ def topology(suite: SuiteSession, kube, namespace, gateway_class, api_revision, 
     wait_for(kube, "v1", "ServiceAccount", "default", namespace, lambda o: o is not None,
              timeout=timeouts.NamespacesMustBeReady, what=f"ServiceAccount {namespace}/default",
              expected="the namespace's default ServiceAccount exists (Pods need it)")
-    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence,
+    return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence[api_revision.api.name],
                     suite.opts.model_server_image)
 
 

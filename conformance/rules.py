@@ -1,4 +1,10 @@
-"""The rules of the contract (SPEC section 3), by ID, and the coverage matrix."""
+"""The rules of the contract (SPEC sections 3 and 8), by ID, and the coverage matrix.
+
+The S/D/C/X rules are worded with the v1alpha2 field names; they hold for the
+GA API with its names (`selector.matchLabels`, `targetPorts[].number`,
+`endpointPickerRef`, `status.parents`). S13-S17, D8-D9 and C14-C16 are the GA
+API's own (a test of one declares which revisions have it).
+"""
 
 from __future__ import annotations
 
@@ -35,6 +41,16 @@ RULES: dict[str, str] = {
     "C11": "a Gateway of another class gets no entry from this implementation",
     "C12": "no route to the pool: no entry from this implementation",
     "C13": "the HTTPRoute: Accepted True; ResolvedRefs True, or False/BackendNotFound without the pool",
+    "S13": "targetPorts: required, 1..maxItems of the revision, numbers 1..65535, unique (v1.1+)",
+    "S14": "appProtocol is http or kubernetes.io/h2c (v1.4+)",
+    "S15": "endpointPickerRef: port required when kind is Service or unset; the reference optional from v1.6",
+    "S16": "selector.matchLabels holds 1..64 entries (v1.0.2+)",
+    "S17": "status.parents: parentRef namespace pattern, controllerName pattern (v1.1+), atomic list",
+    "D8": "appProtocol defaults to http (v1.4+)",
+    "D9": "status parentRef group and kind defaulted; no default parent or condition in v1",
+    "C14": "a Gateway in another namespace: the entry's parentRef.namespace names the Gateway's namespace",
+    "C15": "a pool without endpointPickerRef: Accepted True, or Accepted False EndpointPickerRefMissing (v1.6+)",
+    "C16": "an entry that carries controllerName carries the GatewayClass's controllerName (v1.1+)",
     "X1": "extensionRef to an ExternalName Service: ResolvedRefs False, InvalidExtensionRef",
     "X2": "a Service switched to ExternalName flips ResolvedRefs to False, and back",
     "X3": "no request is forwarded to the ExternalName target (traffic; not yet tested)",

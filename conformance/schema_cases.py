@@ -1,37 +1,45 @@
-"""Schema and defaulting cases: data files under manifests/schema/, run by a thin harness.
+"""Schema and defaulting cases: data files under manifests/schema/<api>/, run by a thin harness.
 
 Each YAML file there holds cases that a reader can check against the API
 without reading Python (see manifests/schema/README.md for the format). A case
-is a JSON merge patch over a valid base InferencePool (or over its status),
-sent one or more ways (`via`), and the outcome the API says the server must
-give: accepted (optionally with fields it must hold or must not hold) or
+is a JSON merge patch over a valid base InferencePool of its API (or over its
+status), sent one or more ways (`via`), and the outcome the API says the server
+must give: accepted (optionally with fields it must hold or must not hold) or
 rejected (HTTP status, field path, cause type). Messages are never compared:
 their wording changes between Kubernetes versions.
+
+Each InferencePool API (`conformance.revisions.APIS`: `v1alpha2`, `v1`) has a
+folder of its own (`Api.schema_cases`), written with that API's field names and
+keyed by that API's revisions. A `Case` carries the name of its API (`api`), so
+that a test parametrized over the cases of every API runs each case only with
+the API it was written for (the plugin deselects the other pairs).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from .results import evidence
-from .data import MANIFESTS
 from .kube import ApiError, Kube
-from .revisions import REVISIONS, Revision
+from .results import evidence
+from .revisions import APIS, Api, Revision, revisions_of
 
-CASES_DIR = MANIFESTS / "schema"
-POOL_API = "inference.networking.x-k8s.io/v1alpha2"
 VIAS = ("dry-run", "create", "update", "apply", "read")
+TARGETS = ("spec", "status")
+# A case name is a test id and, lower-cased, the start of an object name.
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
+    api: str  # the API the case is written for ("v1alpha2", "v1"): its folder, field names and revisions
     source: str  # file name, for messages
     rules: tuple[str, ...]
     target: str  # "spec": the object is sent; "status": the patch goes to /status of an existing pool
@@ -43,6 +51,8 @@ class Case:
 
     def expectation(self, revision: Revision) -> dict | None:
         """What the server must do for this revision, or None when the case does not apply to it."""
+        if revision.api.name != self.api:
+            return None
         return self.expect.get(revision.name)
 
 
@@ -104,14 +114,61 @@ def _normalise(expect, where: str) -> dict:
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def base_pool(directory: Path = CASES_DIR) -> dict:
-    """The valid InferencePool every case starts from (manifests/schema/_base.yaml)."""
-    return yaml.load((directory / "_base.yaml").read_text(), Loader=_Loader)["pool"]
+def _api(api: Api | str) -> Api:
+    if isinstance(api, Api):
+        return api
+    if api not in APIS:
+        raise ValueError(f"unknown InferencePool API {api!r} (known: {', '.join(APIS)})")
+    return APIS[api]
 
 
-def load(directory: Path = CASES_DIR) -> tuple[dict, list[Case]]:
-    """The base objects and every case, in file order."""
-    bases = yaml.load((directory / "_base.yaml").read_text(), Loader=_Loader)
+def _bases(directory: Path) -> dict:
+    return yaml.load((directory / "_base.yaml").read_text(), Loader=_Loader)
+
+
+def base_pool(api: Api | str) -> dict:
+    """The valid InferencePool of `api` every case of that API starts from (manifests/schema/<api>/_base.yaml)."""
+    return _bases(_api(api).schema_cases)["pool"]
+
+
+def _applies(raw: dict, doc: dict, order: list[str], where: str) -> list[str]:
+    """The revisions a case applies to: its own `revisions:` or `since:`, else its file's, else all of its API.
+
+    `since: R` is the shorthand for R and every later revision of the API (the
+    order of `conformance.revisions.revisions_of`).
+    """
+    for level, source in (("case", raw), ("file", doc)):
+        given = [k for k in ("revisions", "since") if k in source]
+        if len(given) > 1:
+            raise ValueError(f"{where}: the {level} gives both `revisions` and `since`; give one")
+        if not given:
+            continue
+        if given[0] == "revisions":
+            names = source["revisions"]
+            names = [names] if isinstance(names, str) else list(names)
+            unknown = [n for n in names if n not in order]
+            if unknown:
+                raise ValueError(f"{where}: unknown revision(s) {unknown} (this API has {order})")
+            return names
+        since = source["since"]
+        if since not in order:
+            raise ValueError(f"{where}: `since: {since}` names no revision of this API (it has {order})")
+        return order[order.index(since):]
+    return list(order)
+
+
+def load(api: Api | str, directory: Path | None = None) -> tuple[dict, list[Case]]:
+    """The base objects and every case of one API, in file order.
+
+    `directory` defaults to the API's own folder (`Api.schema_cases`). Revision
+    names are those of the API (`revisions_of`); case names are unique in it.
+    """
+    api = _api(api)
+    directory = api.schema_cases if directory is None else directory
+    order = [r.name for r in revisions_of(api)]
+    bases = _bases(directory)
+    if (bases.get("pool") or {}).get("apiVersion") != api.api_version:
+        raise ValueError(f"{directory / '_base.yaml'}: the base pool's apiVersion must be {api.api_version}")
     cases: list[Case] = []
     seen: set[str] = set()
     for path in sorted(directory.glob("*.yaml")):
@@ -119,32 +176,68 @@ def load(directory: Path = CASES_DIR) -> tuple[dict, list[Case]]:
             continue
         doc = yaml.load(path.read_text(), Loader=_Loader)
         for raw in doc["cases"]:
-            where = f"{path.name}: case {raw.get('name')!r}"
+            where = f"{api.name}/{path.name}: case {raw.get('name')!r}"
             name = raw["name"]
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise ValueError(f"{where}: a name is letters, digits, '-' and '.', a letter or digit at both ends")
             if name in seen:
                 raise ValueError(f"{where}: duplicate case name")
             seen.add(name)
             rules = raw.get("rule", doc.get("rule"))
+            if not rules:
+                raise ValueError(f"{where}: no rule: give the case or its file a `rule`")
             rules = tuple([rules] if isinstance(rules, str) else rules)
-            applies = raw.get("revisions", doc.get("revisions", list(REVISIONS)))
+            applies = _applies(raw, doc, order, where)
             default = _normalise(raw["expect"], where)
             overrides = {rev: _normalise(e, where) for rev, e in (raw.get("expect_by_revision") or {}).items()}
-            unknown = set(applies) | set(overrides)
-            unknown -= set(REVISIONS)
-            if unknown:
-                raise ValueError(f"{where}: unknown revision(s) {sorted(unknown)}")
+            stray = sorted(set(overrides) - set(applies), key=str)
+            if stray:
+                raise ValueError(f"{where}: expect_by_revision names revision(s) {stray} the case does not apply to "
+                                 f"(it applies to {applies})")
             via = raw.get("via", doc.get("via", ["dry-run"]))
             via = tuple([via] if isinstance(via, str) else via)
             if set(via) - set(VIAS):
                 raise ValueError(f"{where}: via must be among {VIAS}")
+            target = raw.get("target", doc.get("target", "spec"))
+            if target not in TARGETS:
+                raise ValueError(f"{where}: target must be one of {TARGETS}")
+            patch = expand(raw.get("patch") or {})
+            if target == "status" and set(patch) - {"status"}:
+                raise ValueError(f"{where}: a status case patches status only, not {sorted(set(patch) - {'status'})}")
+            # The list of parent entries is `status.<status_key>` in this API; anything else under
+            # status is an unknown field, which only a pruning case (S11) writes on purpose.
+            other = set((patch.get("status") or {}) if isinstance(patch.get("status"), dict) else ()) - {api.status_key}
+            if other and "S11" not in rules:
+                raise ValueError(f"{where}: status.{sorted(other)[0]} is no field of {api.name} (its parent entries "
+                                 f"are status.{api.status_key}); only a case of rule S11 writes unknown fields")
             cases.append(Case(
-                name=name, source=path.name, rules=rules,
-                target=raw.get("target", doc.get("target", "spec")), via=via,
-                patch=expand(raw.get("patch") or {}),
+                name=name, api=api.name, source=path.name, rules=rules,
+                target=target, via=via, patch=patch,
                 replace=expand(raw.get("replace") or {}),
                 expect={rev: overrides.get(rev, default) for rev in applies},
                 field_validation=raw.get("fieldValidation"),
             ))
+    return bases, cases
+
+
+def load_all() -> tuple[dict[str, dict], list[Case]]:
+    """The bases of every API (by API name) and the cases of every API, API by API.
+
+    A test id is the case name alone (the API shows as another part of the id),
+    and pytest numbers ids that repeat: so names are unique across the APIs too.
+    """
+    bases: dict[str, dict] = {}
+    cases: list[Case] = []
+    owner: dict[str, str] = {}
+    for api in APIS.values():
+        bases[api.name], mine = load(api)
+        for case in mine:
+            if case.name in owner:
+                raise ValueError(f"case {case.name!r} of API {api.name} ({case.source}) has the name of a case of "
+                                 f"API {owner[case.name]}: a test id is the case name, so names are unique "
+                                 "across all APIs")
+            owner[case.name] = api.name
+        cases += mine
     return bases, cases
 
 
@@ -202,8 +295,9 @@ def _subset_problems(expected, actual, path: str = "") -> list[str]:
 def check(case: Case, revision: Revision, result: dict | None, error: ApiError | None) -> None:
     """Fail the test with one readable message unless the outcome is what the case expects."""
     exp = case.expectation(revision)
-    assert exp is not None
-    label = f"case {case.name} ({case.source}, rule {', '.join(case.rules)}, revision {revision.name})"
+    assert exp is not None, f"case {case.name} ({case.api}) does not apply to revision {revision.name}"
+    label = (f"case {case.name} ({case.api}/{case.source}, rule {', '.join(case.rules)}, "
+             f"revision {revision.name})")
     if exp["outcome"] == "accepted":
         if error is not None:
             pytest.fail(f"{label}: expected the server to accept it, but it answered HTTP {error.status} "
@@ -238,7 +332,17 @@ def check(case: Case, revision: Revision, result: dict | None, error: ApiError |
 # -- running -------------------------------------------------------------------
 
 
+def _same_api(case: Case, revision: Revision, bases: dict | None = None) -> None:
+    """A case runs only with a revision (and a base pool) of its own API: anything else is a harness error."""
+    if revision.api.name != case.api:
+        raise ValueError(f"case {case.name} is written for API {case.api}, not for {revision.api.name} "
+                         f"(revision {revision.name})")
+    if bases is not None and (bases.get("pool") or {}).get("apiVersion") != revision.api.api_version:
+        raise ValueError(f"case {case.name}: the base pool given is not a {revision.api.api_version} pool")
+
+
 def build_object(bases: dict, case: Case, via: str, namespace: str) -> dict:
+    """The object a spec case sends: the case's patch over `bases["pool"]` (the base of the case's API)."""
     obj = merge_patch(bases["pool"], case.patch)
     for dotted, value in case.replace.items():
         *parents, leaf = dotted.split(".")
@@ -251,6 +355,8 @@ def build_object(bases: dict, case: Case, via: str, namespace: str) -> dict:
 
 
 def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revision, namespace: str) -> None:
+    """Send a spec case one way (`via`) and judge the answer; `bases` are those of the case's API."""
+    _same_api(case, revision, bases)
     obj = build_object(bases, case, via, namespace)
     evidence.attach_yaml(f"applied object ({via})", obj)
     result = error = None
@@ -263,7 +369,7 @@ def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revis
             created = kube.create(obj, field_validation=case.field_validation)
             # Read back as stored by the create: a controller may write the new
             # pool's status at any moment, and its write is not what is judged.
-            result = kube.get_as_of(POOL_API, "InferencePool", obj["metadata"]["name"], namespace,
+            result = kube.get_as_of(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], namespace,
                                     created["metadata"]["resourceVersion"])
         elif via == "apply":
             result = kube.apply(obj)
@@ -274,7 +380,10 @@ def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revis
             result = _update_against_latest(kube, obj, case.field_validation)
             note = foreign_status_note(result, created)
             if note:
-                result = {**result, "status": created.get("status")}
+                # Judge the status as the create left it: absent stays absent.
+                result = {k: v for k, v in result.items() if k != "status"}
+                if "status" in created:
+                    result["status"] = created["status"]
                 evidence.attach_text("status written by another client", note)
     except ApiError as e:
         if e.status not in (400, 422):
@@ -296,7 +405,7 @@ def _update_against_latest(kube: Kube, obj: dict, field_validation: str | None, 
     """
     md = obj["metadata"]
     for _ in range(10):
-        current = kube.get(POOL_API, "InferencePool", md["name"], md["namespace"])
+        current = kube.get(obj["apiVersion"], obj["kind"], md["name"], md["namespace"])
         body = copy.deepcopy(obj)
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
@@ -330,6 +439,9 @@ def run_status_case(kube: Kube, case: Case, revision: Revision, pool: dict) -> N
     object is sent: a controller that has since written the pool's status
     cannot change what the case starts from.
     """
+    _same_api(case, revision)
+    if pool.get("apiVersion") != revision.api.api_version:
+        raise ValueError(f"case {case.name}: the pool given is not a {revision.api.api_version} pool")
     md = pool["metadata"]
     body = merge_patch(pool, case.patch)
     body["metadata"] = {"name": md["name"], "namespace": md["namespace"]}

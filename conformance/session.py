@@ -80,11 +80,13 @@ class SuiteSession:
         self.config, self.opts, self.user = config, opts, user
         self.manager: EmbeddedManager | UserClusterManager | None = user
         self._kube: Kube | None = None
-        self._revision: revisions.Revision | None = None
-        # Set at the first contact: the line naming the revision in use and, when
-        # it is not the installed CRD's, the line saying so (repeated with failures).
-        self.revision_line: str | None = None
-        self.revision_mismatch: str | None = None
+        self._revisions: dict[str, revisions.Revision | None] | None = None
+        # Set at the first contact: one line per judged API naming the revision in use
+        # and, per API whose installed CRD is not that revision's, the line saying so
+        # (repeated with that API's failures).
+        self.revision_lines: list[str] = []
+        self.revision_mismatch: dict[str, str] = {}
+        self.bundle_versions: dict[str, str] = {}  # API name -> the release its CRD's annotation names
         self._implementation: subprocess.Popen | None = None
         self._implementation_log: Path | None = None
         self.kubernetes_version: str | None = None
@@ -93,7 +95,8 @@ class SuiteSession:
         self._deleting: list[str] = []
         self._unsure: list[str] = []  # namespaces whose create got no answer
         self._features: frozenset[str] | None = None
-        self.silence = Silence()  # whether the implementation wrote any InferencePool status
+        # Per API: whether the implementation wrote any InferencePool status of it.
+        self.silence: dict[str, Silence] = {api: Silence() for api in revisions.APIS}
 
     # -- cluster -------------------------------------------------------------
 
@@ -115,14 +118,15 @@ class SuiteSession:
     def kube(self) -> Kube:
         if self._kube is None:
             self._kube = self._connect()
-            # Every expectation depends on the revision: settle it, and say which
-            # it is, at the first contact with the cluster.
-            self._revision = self._detect_revision()
+            # Every expectation depends on the revisions: settle them, and say which
+            # they are, at the first contact with the cluster.
+            self._revisions = self._detect_revisions()
         return self._kube
 
     def _connect(self) -> Kube:
         if self.manager is None:
-            EmbeddedManager.crd_paths = self.revision_for_embedded().embedded_crds
+            EmbeddedManager.crd_paths = list(dict.fromkeys(
+                path for rev in self.embedded_revisions() for path in rev.embedded_crds))
             manager = EmbeddedManager(cluster_name="embedded")
             started = time.monotonic()
             try:
@@ -150,61 +154,104 @@ class SuiteSession:
         return self._kube
 
     @property
-    def detected_revision(self) -> revisions.Revision | None:
-        """The API revision once a test needed it, else None (never detects: for reports)."""
-        return self._revision
-
-    def revision_for_embedded(self) -> revisions.Revision:
-        return revisions.REVISIONS[self.opts.api_revision or revisions.DEFAULT]
+    def judged_apis(self) -> list[str]:
+        """The APIs this run judges, known before any contact with the cluster (tests are
+        parametrized by them): those of --api-revision; on the embedded cluster, those of its
+        default revisions; else every API, each judged if its CRD is installed."""
+        if self.opts.api_revisions:
+            names = [revisions.REVISIONS[r].api.name for r in self.opts.api_revisions]
+        elif self.opts.embedded:
+            names = [revisions.REVISIONS[r].api.name for r in revisions.DEFAULTS]
+        else:
+            names = list(revisions.APIS)
+        return [a for a in revisions.APIS if a in names]  # in the registry's order
 
     @property
-    def revision(self) -> revisions.Revision:
-        if self._revision is None:
-            _ = self.kube  # the first contact settles the revision
-        assert self._revision is not None
-        return self._revision
+    def detected_revisions(self) -> dict[str, revisions.Revision]:
+        """API name -> the revision judged, once a test needed them, else {} (never detects: for reports)."""
+        return {api: rev for api, rev in (self._revisions or {}).items() if rev is not None}
 
-    def _detect_revision(self) -> revisions.Revision:
-        """The revision whose expectations the run uses; says which in one line.
+    def embedded_revisions(self) -> list[revisions.Revision]:
+        """The revisions whose CRDs the embedded cluster installs."""
+        return [revisions.REVISIONS[r] for r in self.opts.api_revisions or revisions.DEFAULTS]
+
+    def revision_for(self, api: str) -> revisions.Revision | None:
+        """The revision of `api` this run judges, or None when its CRD is not installed."""
+        if self._revisions is None:
+            _ = self.kube  # the first contact settles the revisions
+        assert self._revisions is not None
+        return self._revisions.get(api)
+
+    def _detect_revisions(self) -> dict[str, revisions.Revision | None]:
+        """For each judged API, the revision whose expectations the run uses; says which in one line each.
 
         Detected from the installed CRD's schema unless --api-revision forces
         one. A forced revision the CRD does not match is a mismatch: the run
         goes on (the user asked for it) and every failure says so.
         """
         assert self._kube is not None
-        try:
-            crd = self._kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", revisions.CRD_NAME)
-        except ApiError as e:
-            pytest.exit(f"cannot read the InferencePool CRD: {_short(e)}", returncode=EXIT_ENVIRONMENT)
-        if crd is None:
-            pytest.exit(f"the InferencePool CRD ({revisions.CRD_NAME}) is not installed on the cluster; "
-                        "install the CRD of your GIE release first", returncode=EXIT_USAGE)
+        found: dict[str, revisions.Revision | None] = {}
+        lines: list[str] = []
+        for name in self.judged_apis:
+            api = revisions.APIS[name]
+            try:
+                crd = self._kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", api.crd_name)
+            except ApiError as e:
+                pytest.exit(f"cannot read the InferencePool CRD {api.crd_name}: {_short(e)}",
+                            returncode=EXIT_ENVIRONMENT)
+            forced = next((revisions.REVISIONS[r] for r in self.opts.api_revisions
+                           if revisions.REVISIONS[r].api is api), None)
+            if crd is None:
+                if forced is not None:
+                    pytest.exit(f"--api-revision {forced.name}: the InferencePool CRD of API {name} "
+                                f"({api.crd_name}) is not installed on the cluster; install the CRD of your GIE "
+                                "release first", returncode=EXIT_USAGE)
+                found[name] = None
+                lines.append(f"API {name}: not installed ({api.crd_name}); its tests are not-applicable")
+                continue
+            found[name] = self._judged_revision(api, crd, forced, lines)
+        if not any(found.values()):
+            pytest.exit(f"no InferencePool CRD is installed on the cluster (looked for "
+                        f"{', '.join(revisions.APIS[a].crd_name for a in found)}); install the CRD of your GIE "
+                        "release first", returncode=EXIT_USAGE)
+        self.revision_lines = lines
+        for line in lines:
+            self._progress(line)
+        return found
+
+    def _judged_revision(self, api: revisions.Api, crd: dict, forced: revisions.Revision | None,
+                         lines: list[str]) -> revisions.Revision:
         detected = revisions.detect(crd)
         shape = revisions.describe(revisions.fingerprint(crd))
+        bundle = revisions.bundle_version(crd)
+        if bundle:
+            self.bundle_versions[api.name] = bundle
+        release = f", release {bundle} (bundle-version annotation)" if bundle else ""
         installed = f"{detected.name} ({detected.title})" if detected else f"of no known revision ({shape})"
-        if self.opts.api_revision:
-            chosen = revisions.REVISIONS[self.opts.api_revision]
-            if detected is chosen:
-                self.revision_line = (f"API revision: {chosen.name} ({chosen.title}), forced by --api-revision; "
-                                      "the installed CRD matches it")
+        if forced is not None:
+            if detected is forced:
+                lines.append(f"API {api.name}: revision {forced.name} ({forced.title}){release}, forced by "
+                             "--api-revision; the installed CRD matches it")
             else:
-                self.revision_mismatch = (f"API revision mismatch: --api-revision forces {chosen.name}, but the "
-                                          f"installed InferencePool CRD is {installed}; tests expect what "
-                                          f"{chosen.name} says")
-        elif detected is not None:
-            chosen = detected
-            self.revision_line = f"API revision: {chosen.name} ({chosen.title}), detected from the installed CRD"
-        else:
-            if not self.opts.allow_crds_mismatch:
-                pytest.exit(f"the installed InferencePool CRD matches no known API revision ({shape}; known: "
-                            f"{', '.join(revisions.REVISIONS)}); pass --api-revision to choose one or "
-                            "--allow-crds-mismatch to go on", returncode=EXIT_USAGE)
-            chosen = revisions.REVISIONS[revisions.DEFAULT]
-            self.revision_mismatch = (f"API revision mismatch: the installed InferencePool CRD matches no known "
-                                      f"revision ({shape}); with --allow-crds-mismatch, tests expect what "
-                                      f"{chosen.name} ({chosen.title}) says")
-        self.revision_line = self.revision_line or self.revision_mismatch
-        self._progress(self.revision_line)
+                self.revision_mismatch[api.name] = (
+                    f"API revision mismatch: --api-revision forces {forced.name}, but the installed "
+                    f"{api.crd_name} CRD is {installed}; tests expect what {forced.name} says")
+                lines.append(self.revision_mismatch[api.name])
+            return forced
+        if detected is not None:
+            lines.append(f"API {api.name}: revision {detected.name} ({detected.title}){release}, detected from the "
+                         "installed CRD")
+            return detected
+        known = ", ".join(r.name for r in revisions.revisions_of(api))
+        if not self.opts.allow_crds_mismatch:
+            pytest.exit(f"the installed {api.crd_name} CRD matches no known revision of API {api.name} ({shape}; "
+                        f"known: {known}); pass --api-revision to choose one or --allow-crds-mismatch to go on",
+                        returncode=EXIT_USAGE)
+        chosen = revisions.revisions_of(api)[-1]
+        self.revision_mismatch[api.name] = (
+            f"API revision mismatch: the installed {api.crd_name} CRD matches no known revision ({shape}); with "
+            f"--allow-crds-mismatch, tests expect what {chosen.name} ({chosen.title}) says")
+        lines.append(self.revision_mismatch[api.name])
         return chosen
 
     # -- features ------------------------------------------------------------------
@@ -292,7 +339,8 @@ class SuiteSession:
     def start_implementation(self, command: str) -> None:
         """Start the implementation under test against the embedded cluster."""
         assert self.manager is not None and self.manager.kubeconfig is not None
-        argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)).replace("{api_revision}", self.revision.name)
+        judged = ",".join(r.name for r in self.detected_revisions.values())
+        argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)).replace("{api_revision}", judged)
                 for a in shlex.split(command)]
         self._implementation_log = Path(self.manager.kubeconfig).parent / "implementation.log"
         with open(self._implementation_log, "wb") as out:

@@ -24,29 +24,30 @@ from dataclasses import dataclass, field
 import yaml
 
 from . import conditions
-from .results import evidence
 from .data import MANIFESTS
 from .kube import Kube
 from .options import DEFAULT_MODEL_SERVER_IMAGE
-from .revisions import Revision
+from .results import evidence
+from .revisions import Api, Revision
 from .timeouts import TimeoutConfig
 from .wait import Settle, WaitSettled, WaitTimeout, wait_for
 
 STATUS_MANIFESTS = MANIFESTS / "status"
-POOL_API = "inference.networking.x-k8s.io/v1alpha2"
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 # How the one line begins that says the implementation wrote no InferencePool status at all.
 SILENT = "the implementation wrote no InferencePool status for any pool"
-_API_VERSIONS = {"Service": "v1", "Pod": "v1", "InferencePool": POOL_API}
+_API_VERSIONS = {"Service": "v1", "Pod": "v1"}
 
 
-def load(name: str, *, namespace: str, gateway_class: str,
+def load(name: str, *, namespace: str, gateway_class: str, api: Api,
          model_server_image: str = DEFAULT_MODEL_SERVER_IMAGE) -> list[dict]:
+    """The file's objects in `namespace`; pools (written in the GA API's shape) as `api` spells
+    them, and `{inference_group}` (an HTTPRoute's backendRef group) as `api`'s group."""
     text = (STATUS_MANIFESTS / name).read_text().replace("{gateway_class}", gateway_class).replace(
-        "{model_server_image}", model_server_image)
-    docs = [d for d in yaml.safe_load_all(text) if d]
+        "{model_server_image}", model_server_image).replace("{inference_group}", api.group)
+    docs = [api.spell_pool(d) if d.get("kind") == "InferencePool" else d for d in yaml.safe_load_all(text) if d]
     for d in docs:
-        d["metadata"]["namespace"] = namespace
+        d["metadata"]["namespace"] = d["metadata"].get("namespace") or namespace
     return docs
 
 
@@ -120,7 +121,8 @@ class Topology:
         """
         versions = [(w or {}).get("metadata", {}).get("resourceVersion") for w in written]
         if not all(versions):
-            versions.append(self.kube.list(POOL_API, "InferencePool", self.namespace)["metadata"]["resourceVersion"])
+            pools = self.kube.list(self.pool_api, "InferencePool", self.namespace)
+            versions.append(pools["metadata"]["resourceVersion"])
         try:
             latest = max(int(v) for v in versions if v)
         except ValueError:
@@ -131,7 +133,7 @@ class Topology:
 
     def apply_file(self, name: str, *, skip: tuple[str, ...] = ()) -> None:
         """Apply the file's objects, leaving out those whose `Kind/name` is in `skip`."""
-        docs = load(name, namespace=self.namespace, gateway_class=self.gateway_class,
+        docs = load(name, namespace=self.namespace, gateway_class=self.gateway_class, api=self.revision.api,
                     model_server_image=self.model_server_image)
         self._changed(*apply(self.kube, [d for d in docs if f"{d['kind']}/{d['metadata']['name']}" not in skip]))
 
@@ -143,7 +145,7 @@ class Topology:
 
     def patch(self, kind: str, name: str, patch: dict) -> dict:
         """Merge-patch an object of the test (a spec change of the pool moves its generation)."""
-        written = self.kube.patch(_API_VERSIONS.get(kind, GATEWAY_API), kind, name, patch, namespace=self.namespace)
+        written = self.kube.patch(self._api_version(kind), kind, name, patch, namespace=self.namespace)
         self._changed(written)
         return written
 
@@ -162,26 +164,54 @@ class Topology:
             api_version, kind, name = obj_or_kind["apiVersion"], obj_or_kind["kind"], obj_or_kind["metadata"]["name"]
         else:
             kind = obj_or_kind
-            api_version = _API_VERSIONS.get(kind, GATEWAY_API)
+            api_version = self._api_version(kind)
         self.kube.delete(api_version, kind, name, self.namespace)
         self._changed(None)
 
     def get_pool(self, name: str = "pool") -> dict | None:
-        return self.kube.get(POOL_API, "InferencePool", name, self.namespace)
+        return self.kube.get(self.pool_api, "InferencePool", name, self.namespace)
+
+    def patch_pool_port(self, port: int, name: str = "pool") -> dict:
+        """Set the pool's one target port (a spec change: the pool's generation moves)."""
+        return self.patch("InferencePool", name, self.revision.api.target_port_patch(port))
+
+    @property
+    def pool_api(self) -> str:
+        """The apiVersion of the pools of the API under test."""
+        return self.revision.api.api_version
+
+    @property
+    def status_key(self) -> str:
+        """The pool's list of parent entries: `parent` (v1alpha2) or `parents` (v1)."""
+        return self.revision.api.status_key
+
+    def _api_version(self, kind: str) -> str:
+        return self.pool_api if kind == "InferencePool" else _API_VERSIONS.get(kind, GATEWAY_API)
 
     # -- objects -------------------------------------------------------------------
 
-    def route(self, name: str, gateway: str, pool: str) -> dict:
+    def route(self, name: str, gateway: str, pool: str, gateway_namespace: str | None = None) -> dict:
+        parent = {"name": gateway} if gateway_namespace is None else {"name": gateway, "namespace": gateway_namespace}
         return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute",
                 "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {"parentRefs": [{"name": gateway}],
-                         "rules": [{"backendRefs": [{"group": "inference.networking.x-k8s.io",
+                "spec": {"parentRefs": [parent],
+                         "rules": [{"backendRefs": [{"group": self.revision.api.group,
                                                      "kind": "InferencePool", "name": pool}]}]}}
 
-    def gateway(self, name: str, gateway_class: str | None = None) -> dict:
-        return {"apiVersion": GATEWAY_API, "kind": "Gateway", "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {"gatewayClassName": gateway_class or self.gateway_class,
-                         "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}]}}
+    def gateway(self, name: str, gateway_class: str | None = None, namespace: str | None = None) -> dict:
+        """A Gateway of the class under test (or `gateway_class`); in another `namespace`, it takes
+        routes from every namespace."""
+        listener = {"name": "http", "protocol": "HTTP", "port": 80}
+        if namespace is not None:
+            listener["allowedRoutes"] = {"namespaces": {"from": "All"}}
+        return {"apiVersion": GATEWAY_API, "kind": "Gateway",
+                "metadata": {"name": name, "namespace": namespace or self.namespace},
+                "spec": {"gatewayClassName": gateway_class or self.gateway_class, "listeners": [listener]}}
+
+    def controller_name(self) -> str | None:
+        """The spec.controllerName of the GatewayClass under test."""
+        gwc = self.kube.get(GATEWAY_API, "GatewayClass", self.gateway_class)
+        return ((gwc or {}).get("spec") or {}).get("controllerName")
 
     def service(self, name: str = "picker") -> dict:
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.namespace},
@@ -192,11 +222,15 @@ class Topology:
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": self.namespace},
                 "spec": {"type": "ExternalName", "externalName": "picker.example.com"}}
 
-    def pool(self, name: str = "pool", /, **extension_ref) -> dict:
-        return {"apiVersion": POOL_API, "kind": "InferencePool",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {"selector": {"app": "model-server"}, "targetPortNumber": 8000,
-                         "extensionRef": {"name": "picker", **extension_ref}}}
+    def pool(self, name: str = "pool", /, picker: bool = True, **picker_ref) -> dict:
+        """A pool selecting the model servers, its endpoint picker reference naming Service
+        `picker` (port 9002) with `picker_ref` over it (GA names: name, group, kind, port, failureMode);
+        without one when `picker` is False."""
+        spec = {"selector": {"matchLabels": {"app": "model-server"}}, "targetPorts": [{"number": 8000}]}
+        if picker:
+            spec["endpointPickerRef"] = {"name": "picker", "port": {"number": 9002}, **picker_ref}
+        return self.revision.api.spell_pool({"kind": "InferencePool",
+                                             "metadata": {"name": name, "namespace": self.namespace}, "spec": spec})
 
     # -- waits -------------------------------------------------------------------
 
@@ -214,7 +248,7 @@ class Topology:
         if silent:  # a short grace, in case this pool is the first the implementation answers
             timeout = min(timeout, 2 * self.timeouts.StatusSettleWindow)
         try:
-            return wait_for(self.kube, POOL_API, "InferencePool", pool, self.namespace, observed,
+            return wait_for(self.kube, self.pool_api, "InferencePool", pool, self.namespace, observed,
                             timeout=timeout, what=f"InferencePool {self.namespace}/{pool}", expected=expected,
                             guard=self.implementation_alive, settle=self._settle())
         except WaitTimeout as e:
@@ -227,11 +261,15 @@ class Topology:
             raise
 
     def wait_pool_condition(self, ctype: str, status: str, reason: str | None = None, *,
-                            gateway: str = "gateway", pool: str = "pool") -> dict:
-        judge = conditions.judge_pool_condition(self.revision, gateway, self.namespace, ctype, status, reason,
+                            gateway: str = "gateway", pool: str = "pool", gateway_namespace: str | None = None) -> dict:
+        """Wait until the pool's entry for the Gateway (in the test's namespace, or `gateway_namespace`)
+        has the latest condition ctype=status (reason)."""
+        gateway_namespace = gateway_namespace or self.namespace
+        judge = conditions.judge_pool_condition(self.revision, gateway, gateway_namespace, ctype, status, reason,
                                                 ignore=self._suite_entries)
         try:
-            return self.wait_pool(judge, conditions.describe(ctype, status, reason, gateway, self.namespace),
+            return self.wait_pool(judge, conditions.describe(ctype, status, reason, gateway, gateway_namespace,
+                                                             self.status_key),
                                   pool=pool)
         except WaitTimeout as e:
             self._check_preconditions(gateway, pool, e)
@@ -239,7 +277,7 @@ class Topology:
 
     def wait_no_pool_parent(self, gateway: str = "gateway", pool: str = "pool") -> dict | None:
         return self.wait_pool(conditions.judge_no_pool_parent(self.revision, gateway, self.namespace),
-                              f"no status.parent entry for Gateway {self.namespace}/{gateway}", pool=pool,
+                              f"no status.{self.status_key} entry for Gateway {self.namespace}/{gateway}", pool=pool,
                               timeout=self.timeouts.InferencePoolMustNotHaveParent)
 
     def wait_no_implementation_entry(self, pool: str = "pool") -> dict | None:
@@ -251,9 +289,11 @@ class Topology:
                 return conditions.Judgement(("the InferencePool does not exist",))
             left = conditions.implementation_entries(obj, self.revision, self._suite_entries)
             return conditions.Judgement(tuple(
-                f"status.parent still has an entry for {(e.get('parentRef') or {}).get('name')!r}" for e in left),
+                f"status.{self.status_key} still has an entry for {(e.get('parentRef') or {}).get('name')!r}"
+                for e in left),
                 answered=bool(left))
-        return self.wait_pool(judge, "no status.parent entry of any implementation (none, or only the placeholder)",
+        return self.wait_pool(judge, f"no status.{self.status_key} entry of any implementation "
+                                     "(none, or only the placeholder)",
                               pool=pool, timeout=self.timeouts.InferencePoolMustNotHaveParent)
 
     def wait_route_condition(self, ctype: str, status: str, reason: str | None = None, *,

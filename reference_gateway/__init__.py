@@ -1,4 +1,4 @@
-"""A reference gateway controller for the InferencePool API: status only, no data plane.
+"""A reference gateway controller for the InferencePool API (v1alpha2 and v1): status only, no data plane.
 
 It reconciles GatewayClasses naming its controller, their Gateways, the
 HTTPRoutes attached to those Gateways and the InferencePools those routes

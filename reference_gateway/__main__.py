@@ -11,13 +11,12 @@ import threading
 
 from kubernetes import client, config
 
-from conformance.kube import Kube
-
 from . import behaviours, faults
 from .cache import Cache
 from .controller import Controller
+from .kube import Kube
 from .model import DEFAULT_CONTROLLER
-from .revisions import DEFAULT, REVISIONS
+from .revisions import APIS, DEFAULT, REVISIONS, choose, revisions_by_api
 
 log = logging.getLogger("reference_gateway")
 
@@ -37,8 +36,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gateway-class",
                    help="reconcile only this GatewayClass (it must name the controller); "
                         "default: every class that does")
-    p.add_argument("--api-revision", choices=sorted(REVISIONS), default=DEFAULT,
-                   help="the InferencePool CRD revision installed in the cluster (default: %(default)s)")
+    p.add_argument("--api-revision", action="append", choices=list(REVISIONS), metavar="NAME",
+                   help="the InferencePool CRD revision installed in the cluster, of one API group; repeat it, "
+                        "at most once per group, to reconcile the pools of both APIs (default: "
+                        f"{DEFAULT}). " + "; ".join(
+                            f"{APIS[group].api_version}: {', '.join(names)}"
+                            for group, names in revisions_by_api().items()))
     p.add_argument("--fault", action="append", default=[], choices=sorted(faults.FAULTS), metavar="NAME",
                    help="switch on a deliberate mistake (repeatable): " + ", ".join(sorted(faults.FAULTS)))
     p.add_argument("--behaviour", action="append", default=[], choices=sorted(behaviours.BEHAVIOURS),
@@ -50,13 +53,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rewrite-seconds", type=float, default=behaviours.DEFAULT_REWRITE_SECONDS, metavar="SECONDS",
                    help="with --behaviour frequent-rewrites: seconds between two rewrites (default: %(default)g)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    try:
+        args.revisions = choose(args.api_revision or [DEFAULT])
+    except ValueError as e:
+        p.error(f"--api-revision: {e}")
+    return args
 
 
 def api_client(kubeconfig: str | None) -> client.ApiClient:
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    # Five watches hold a connection each; leave room for the writes.
+    # Five or six watches hold a connection each; leave room for the writes.
     cfg.connection_pool_maxsize = 16
     return client.ApiClient(cfg)
 
@@ -85,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     kube = Kube(api_client(args.kubeconfig))
-    cache = Cache(args.controller_name, args.gateway_class)
-    controller = Controller(kube, cache, REVISIONS[args.api_revision])
-    log.info("starting: controller %s, API revision %s%s", args.controller_name, args.api_revision,
+    cache = Cache(args.controller_name, args.gateway_class, args.revisions)
+    controller = Controller(kube, cache)
+    log.info("starting: controller %s, API revision(s) %s%s", args.controller_name,
+             ", ".join(f"{r.name} ({r.api.api_version})" for r in args.revisions),
              f", GatewayClass {args.gateway_class}" if args.gateway_class else "")
     controller.start()
     while not stop.wait(1.0):  # the timeout keeps the main thread responsive to signals

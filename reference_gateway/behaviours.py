@@ -5,17 +5,20 @@ single place where it lives, like the faults of `faults.py`. Unlike a fault,
 switching one on must not make the implementation wrong: every status it writes
 still obeys the API. A run with a behaviour on checks that the conformance suite
 does not mistake unusual-but-conformant for wrong (no test may fail).
+Every behaviour works the same on both InferencePool APIs ("status.parent" is
+`status.parents` in `inference.networking.k8s.io/v1`).
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 BEHAVIOURS: dict[str, str] = {
     "eager-writer":
         "writes status on every InferencePool the moment it appears or changes, routed or not, in any "
-        "namespace (status.parent: [] where it had none, the placeholder of a revision with a status "
-        "default removed from pools it never managed), and rewrites any pool status that differs",
+        "namespace (an empty status.parent, or status.parents in v1, where it had none; the placeholder of a "
+        "revision with a status default removed from pools it never managed), and rewrites any pool status "
+        "that differs",
     "slow":
         "every status write comes --slow-seconds (default 30) after the event that calls for it, "
         "computed from the state at write time",
@@ -28,8 +31,10 @@ BEHAVIOURS: dict[str, str] = {
         "rewrites the status of every pool and route it manages every --rewrite-seconds (default 1); "
         "only the condition messages change (they carry the number of the rewrite round)",
     "no-placeholder-restore":
-        "(revisions with a status default) leaves status.parent empty when it stops managing a pool, "
-        "without putting the placeholder back (what GIE v0.5.x's own conformance test demands)",
+        "(revisions with a status default, i.e. v0.5) leaves status.parent empty when it stops managing a "
+        "pool, without putting the placeholder back (what GIE v0.5.x's own conformance test demands); "
+        "with any other revision (the seed, v0.2 - v0.4, every v1 revision) there is no placeholder, the "
+        "list is left empty anyway, and it changes nothing",
 }
 
 DEFAULT_SLOW_SECONDS = 30.0

@@ -2,20 +2,19 @@
 
 `Cache.apply` records one watch event and returns the work items it affects,
 so a Service change reconciles only the pools and routes that name that
-Service, not everything. Work items are (kind, namespace, name) of the
-objects whose status this controller writes.
+Service, not everything. Work items are (resource id, namespace, name) of the
+objects whose status this controller writes (`model.Item`); an InferencePool's
+resource id names its API group, so the pools of two APIs never mix.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from . import faults
-from .model import (Key, World, extension_ref, generation, key, route_parent_refs, route_pool_keys,
-                    route_service_keys, spec, terminating)
-
-Item = tuple[str, str, str]  # (kind, namespace, name)
+from .model import Item, Key, World, generation, key, route_parent_refs, route_service_keys, spec, terminating
+from .revisions import DEFAULT, REVISIONS, Revision
 
 
 def slim(kind: str, obj: dict) -> dict:
@@ -40,15 +39,19 @@ def _item(kind: str, k: Key) -> Item:
 
 
 class Cache(World):
-    """A `World` kept current from watch events; hold `lock` while reading it."""
+    """A `World` kept current from watch events; hold `lock` while reading it.
 
-    def __init__(self, controller_name: str, gateway_class: str | None = None) -> None:
-        super().__init__(controller_name=controller_name, gateway_class=gateway_class)
+    `revisions`: the InferencePool APIs to keep, one revision each (default: the seed's)."""
+
+    def __init__(self, controller_name: str, gateway_class: str | None = None,
+                 revisions: Iterable[Revision] | None = None) -> None:
+        super().__init__(controller_name=controller_name, gateway_class=gateway_class,
+                         revisions=(REVISIONS[DEFAULT],) if revisions is None else revisions)
         self.lock = threading.RLock()
         # Fault drop-first-pool-event: pools not known yet, and the resourceVersion of
-        # the latest route or Gateway event that named each pool.
-        self._unannounced: dict[Key, dict] = {}
-        self._named_at: dict[Key, int] = {}
+        # the latest route or Gateway event that named each pool (by work item).
+        self._unannounced: dict[Item, dict] = {}
+        self._named_at: dict[Item, int] = {}
 
     # -- updates -------------------------------------------------------------
 
@@ -58,8 +61,8 @@ class Cache(World):
             store = self.store(kind)
             k = key(obj)
             old = store.get(k)
-            if kind == "InferencePool":
-                self._unannounced.pop(k, None)  # (fault drop-first-pool-event) its own event makes it known
+            if kind in self.pool_kinds:  # (fault drop-first-pool-event) its own event makes it known
+                self._unannounced.pop(_item(kind, k), None)
             if event == "DELETED":
                 if kind == "Service" and faults.on("no-invalid-ref-on-delete"):
                     return set()
@@ -86,19 +89,20 @@ class Cache(World):
         "Later" is by resourceVersion, not by arrival: each kind has its own watch,
         so a route created after the pool may be seen before it."""
         rv = _version(obj)
-        if kind == "InferencePool":
-            if event == "ADDED" and k in self.pools and self._named_at.get(k, -1) < rv:
-                self._unannounced[k] = self.pools.pop(k)
+        if kind in self.pool_kinds:
+            pools, item = self.store(kind), _item(kind, k)
+            if event == "ADDED" and k in pools and self._named_at.get(item, -1) < rv:
+                self._unannounced[item] = pools.pop(k)
                 return set()
             return items
         for item in list(items):
-            pk = item[1:]
-            if item[0] != "InferencePool":
+            pool_kind, pk = item[0], item[1:]
+            if pool_kind not in self.pool_kinds:
                 continue
-            self._named_at[pk] = max(self._named_at.get(pk, -1), rv)
-            if pk in self._unannounced and rv > _version(self._unannounced[pk]):
-                pool = self.pools[pk] = self._unannounced.pop(pk)
-                items |= self._affected("InferencePool", pk, None, pool)
+            self._named_at[item] = max(self._named_at.get(item, -1), rv)
+            if item in self._unannounced and rv > _version(self._unannounced[item]):
+                pool = self.store(pool_kind)[pk] = self._unannounced.pop(item)
+                items |= self._affected(pool_kind, pk, None, pool)
         return items
 
     def replace_all(self, kind: str, objs: Iterable[dict]) -> set[Item]:
@@ -143,18 +147,20 @@ class Cache(World):
         if kind == "HTTPRoute":
             items = {_item(kind, k)} if new is not None else set()
             if came_or_went or generation(old) != generation(new):
-                items |= {_item("InferencePool", pk) for pk in route_pool_keys(old) | route_pool_keys(new)}
+                items |= self.route_pool_items(old) | self.route_pool_items(new)
             return items
-        if kind == "InferencePool":
+        if kind in self.pool_kinds:
             items = {_item(kind, k)} if new is not None else set()
             if came_or_went:  # routes' ResolvedRefs depends on the pool existing
-                items |= {_item("HTTPRoute", rk) for rk, r in self.routes.items() if k in route_pool_keys(r)}
+                items |= {_item("HTTPRoute", rk) for rk, r in self.routes.items()
+                          if _item(kind, k) in self.route_pool_items(r)}
             return items
         if kind == "Service":
             if not came_or_went and spec(old).get("type") == spec(new).get("type"):
                 return set()
-            items = {_item("InferencePool", pk) for pk, p in self.pools.items()
-                     if pk[0] == k[0] and extension_ref(p)[2] == k[1]
+            items = {_item(pool_kind, pk) for pool_kind, rev in self.pool_kinds.items()
+                     for pk, p in self.store(pool_kind).items()
+                     if pk[0] == k[0] and (ref := rev.picker_ref(p)) is not None and ref.name == k[1]
                      # The fault: a Service change after the pool's own last change is not looked at
                      # (by resourceVersion, so a Service event that arrives late still counts).
                      and not (faults.on("resolvedrefs-ignores-service-changes")
@@ -171,5 +177,5 @@ class Cache(World):
         for rk, route in self.routes.items():
             if any(g == gk for _, g in route_parent_refs(route)):
                 items.add(_item("HTTPRoute", rk))
-                items |= {_item("InferencePool", pk) for pk in route_pool_keys(route)}
+                items |= self.route_pool_items(route)
         return items

@@ -5,7 +5,8 @@ affects; the worker computes the new status from the cache (`status.py`) and
 writes it only when it differs from what the object has. Writes are PUTs on
 `/status` with the resourceVersion that was read, so a concurrent writer makes
 the API server answer 409 and the worker recomputes from a fresh read instead
-of overwriting someone else's entries.
+of overwriting someone else's entries. The InferencePool APIs reconciled, one
+revision each, are the cache's (`World.revisions`).
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Iterable
-
-from conformance.kube import ApiError, Kube
+from collections.abc import Iterable
 
 from . import behaviours, faults, status
-from .cache import Cache, Item
-from .model import KINDS, Key, key, terminating
-from .revisions import Revision
+from .cache import Cache
+from .kube import ApiError, Kube
+from .model import Item, Key, terminating
 from .watch import Watcher, start_watchers, wait_synced
 
 log = logging.getLogger(__name__)
@@ -84,22 +83,23 @@ class WorkQueue:
 
 
 class Controller:
-    def __init__(self, kube: Kube, cache: Cache, revision: Revision) -> None:
-        self.kube, self.cache, self.revision = kube, cache, revision
+    def __init__(self, kube: Kube, cache: Cache) -> None:
+        self.kube, self.cache = kube, cache
         # Behaviour `slow`: every reconcile waits until its due time, item by item.
         self.queue = WorkQueue(behaviours.write_delay())
         self.stop_event = threading.Event()
         self.watchers: list[Watcher] = []
         self._worker = threading.Thread(target=self._run, name="worker")
         self._rewriter = threading.Thread(target=self._rewrite_managed, name="rewriter", daemon=True)
+        # All three by work item, so that pools of the same name in two APIs stay apart.
         # The parentRefs this controller last wrote to each pool; how it tells
         # its own entries from other controllers' (pool entries carry no owner).
-        self._owned: dict[Key, list[tuple[dict, Key]]] = {}
+        self._owned: dict[Item, list[tuple[dict, Key]]] = {}
         # Pools this controller has had an entry on since they appeared (behaviour
         # eager-writer leaves their placeholder alone once it is back).
-        self._managed: set[Key] = set()
+        self._managed: set[Item] = set()
         # Fault replace-parent-list: the status each pool was last written with.
-        self._last_written: dict[Key, dict] = {}
+        self._last_written: dict[Item, dict] = {}
 
     def start(self) -> None:
         self.watchers = start_watchers(self.kube, self.cache, self.queue.add, self.stop_event)
@@ -141,8 +141,9 @@ class Controller:
             return
         while not self.stop_event.wait(behaviours.rewrite_seconds()):
             with self.cache.lock:
-                items = {("InferencePool", *pk) for pk, p in self.cache.pools.items()
-                         if status.pool_has_entry_of(p, self.cache, self.revision, self._owned.get(pk, []))}
+                items = {(pool_kind, *pk) for pool_kind, rev in self.cache.pool_kinds.items()
+                         for pk, p in self.cache.store(pool_kind).items()
+                         if status.pool_has_entry_of(p, self.cache, rev, self._owned.get((pool_kind, *pk), []))}
                 items |= {("HTTPRoute", *rk) for rk, r in self.cache.routes.items()
                           if status.route_has_entry_of(r, self.cache)}
             if items:
@@ -158,60 +159,65 @@ class Controller:
                 obj = fresh or self.cache.store(kind).get(k)
                 if obj is None or terminating(obj):
                     if obj is None:
-                        self._owned.pop(k, None)
-                        self._managed.discard(k)
-                        self._last_written.pop(k, None)
+                        self._owned.pop(item, None)
+                        self._managed.discard(item)
+                        self._last_written.pop(item, None)
                     return
-                if kind == "InferencePool" and faults.on("replace-parent-list") and k in self._last_written:
+                if kind in self.cache.pool_kinds and faults.on("replace-parent-list") and item in self._last_written:
                     # Computed from its own record of what it wrote, not from the object as it is now.
-                    obj = {**obj, "status": self._last_written[k]}
-                new_status, owned = self._compute(kind, obj)
+                    obj = {**obj, "status": self._last_written[item]}
+                new_status, owned = self._compute(item, obj)
             if owned:
-                self._managed.add(k)
+                self._managed.add(item)
             if new_status == (obj.get("status") or {}):
                 if owned is not None:
-                    self._owned[k] = owned
+                    self._owned[item] = owned
                 return
             if kind == "HTTPRoute" and faults.on("route-status-missing"):
                 return
             started = time.monotonic()
+            resource = self.cache.resources[kind]
             try:
-                written = self._write(kind, obj, new_status)
+                written = self._write(item, obj, new_status)
             except ApiError as e:
                 if e.status == 404:
                     return
                 if e.status != 409:
                     raise
-                fresh = self.kube.get(KINDS[kind], kind, name, ns or None)
+                fresh = self.kube.get(resource, name, ns or None)
                 if fresh is None:
                     return
                 continue
             if owned is not None:
-                self._owned[k] = owned
+                self._owned[item] = owned
             self.cache.written(kind, written, obj["metadata"].get("resourceVersion"))
             done = time.monotonic()
             since_event = f"{(done - enqueued) * 1000:.1f} ms after the event, " if enqueued is not None else ""
-            log.info("wrote %s %s status %s (%sthe write took %.1f ms)", kind, "/".join(filter(None, k)),
-                     _summary(kind, new_status), since_event, (done - started) * 1000)
+            log.info("wrote %s %s status %s (%sthe write took %.1f ms)", resource.kind, "/".join(filter(None, k)),
+                     self._summary(kind, new_status), since_event, (done - started) * 1000)
             return
         raise RuntimeError(f"gave up after {CONFLICT_RETRIES} conflicting writes")
 
-    def _write(self, kind: str, obj: dict, new_status: dict) -> dict:
+    def _write(self, item: Item, obj: dict, new_status: dict) -> dict:
         """PUT the status on /status with the resourceVersion read (409 if someone wrote since)."""
-        if kind == "InferencePool" and faults.on("replace-parent-list"):
+        kind = item[0]
+        resource = self.cache.resources[kind]
+        rev = self.cache.pool_kinds.get(kind)
+        if rev is not None and faults.on("replace-parent-list"):
             # A JSON merge patch replaces the whole list, and carries no
             # resourceVersion: whatever was added since its last write is lost.
             md = obj["metadata"]
-            written = self.kube.patch(KINDS[kind], kind, md["name"], {"status": {"parent": new_status.get("parent")}},
-                                      namespace=md.get("namespace"), subresource="status")
-            self._last_written[key(obj)] = new_status
+            written = self.kube.patch_status(resource, md["name"], md.get("namespace"),
+                                             {"status": {rev.status_key: new_status.get(rev.status_key)}})
+            self._last_written[item] = new_status
             return written
         body = {**obj, "status": new_status}
-        body.setdefault("apiVersion", KINDS[kind])
-        body.setdefault("kind", kind)
-        return self.kube.replace(body, subresource="status")
+        body.setdefault("apiVersion", resource.api_version)
+        body.setdefault("kind", resource.kind)
+        return self.kube.replace_status(resource, body)
 
-    def _compute(self, kind: str, obj: dict) -> tuple[dict, list | None]:
+    def _compute(self, item: Item, obj: dict) -> tuple[dict, list | None]:
+        kind = item[0]
         now = status.timestamp()
         unchanged = obj.get("status") or {}
         if kind == "GatewayClass":  # ours-ness may have changed since the item was queued
@@ -220,28 +226,27 @@ class Controller:
             return (status.gateway_status(obj, now) if self.cache.gateway_is_ours(obj) else unchanged), None
         if kind == "HTTPRoute":
             return status.route_status(obj, self.cache, now), None
-        if kind == "InferencePool":
-            result = status.pool_status(obj, self.cache, self.revision, self._owned.get(key(obj), []), now)
+        rev = self.cache.pool_kinds.get(kind)
+        if rev is not None:
+            result = status.pool_status(obj, self.cache, rev, self._owned.get(item, []), now)
             st = result.status
             if behaviours.on("eager-writer"):
-                managed = bool(result.owned) or key(obj) in self._managed
-                st = status.eager_pool_status(st, self.revision, managed=managed)
+                managed = bool(result.owned) or item in self._managed
+                st = status.eager_pool_status(st, rev, managed=managed)
             return st, result.owned
         raise KeyError(kind)
+
+    def _summary(self, kind: str, st: dict) -> str:
+        """A one-line digest of the status written, for the log: a pool's list of entries
+        under its API's name for it (`parent=` or `parents=`), a route's `parents=`."""
+        rev = self.cache.pool_kinds.get(kind)
+        if rev is not None or kind == "HTTPRoute":
+            list_key = rev.status_key if rev is not None else "parents"
+            parts = [f"{(e.get('parentRef') or {}).get('name')}[{_conditions(e.get('conditions') or [])}]"
+                     for e in st.get(list_key) or []]
+            return f"{list_key}=" + (" ".join(parts) or "none")
+        return _conditions(st.get("conditions") or [])
 
 
 def _conditions(conds: list[dict]) -> str:
     return ",".join(f"{c['type']}={c['status']}/{c['reason']}" for c in conds)
-
-
-def _summary(kind: str, st: dict) -> str:
-    """A one-line digest of the status written, for the log."""
-    if kind == "InferencePool":
-        parts = [f"{(e.get('parentRef') or {}).get('name')}[{_conditions(e.get('conditions') or [])}]"
-                 for e in st.get("parent") or []]
-        return "parent=" + (" ".join(parts) or "none")
-    if kind == "HTTPRoute":
-        parts = [f"{(e.get('parentRef') or {}).get('name')}[{_conditions(e.get('conditions') or [])}]"
-                 for e in st.get("parents") or []]
-        return "parents=" + (" ".join(parts) or "none")
-    return _conditions(st.get("conditions") or [])

@@ -4,11 +4,15 @@ Each fault is one realistic bug, off unless named with `--fault NAME`, and is
 wired at the single place where that bug would live, so switching it on makes
 the implementation wrong in exactly that one way. A mutation run starts the
 implementation once per fault and expects the suite to fail.
+
+Every fault works the same on both InferencePool APIs: "extensionRef" below
+is `endpointPickerRef` in `inference.networking.k8s.io/v1`, and "status.parent"
+is `status.parents` there.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 FAULTS: dict[str, str] = {
     "accept-externalname":
@@ -40,7 +44,9 @@ FAULTS: dict[str, str] = {
     "no-invalid-ref-on-delete":
         "ignores Service deletions, so a deleted extension Service still counts as resolved",
     "keep-default-parent":
-        "(revisions with a status default) keeps the placeholder parent next to its own Accepted entry",
+        "(revisions with a status default) keeps the placeholder parent next to its own Accepted entry; "
+        "with any other revision (the seed, v0.2 - v0.4, every v1 revision) there is no placeholder and it "
+        "changes nothing",
     "parentref-wrong-group":
         "the pool's parentRef carries the group of another Gateway API, networking.istio.io "
         "(apiVersion networking.istio.io/v1 in an ObjectReference), with the Gateway's kind, name and namespace",

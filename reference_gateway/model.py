@@ -1,28 +1,73 @@
 """The objects the controller knows and how they refer to each other.
 
 Plain dicts as the API server returns them. `World` is the read-only view
-the status computations take; the cache in `cache.py` is one.
+the status computations take; the cache in `cache.py` is one. The resources
+of the Gateway API and Services are fixed; the InferencePool resources are
+those of the API revisions the controller was started with (`revisions.py`),
+at most one per API group.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-INFERENCE_GROUP = "inference.networking.x-k8s.io"
+if TYPE_CHECKING:
+    from .revisions import Revision
+
+INFERENCE_GROUP = "inference.networking.x-k8s.io"  # v1alpha2
+INFERENCE_GA_GROUP = "inference.networking.k8s.io"  # v1 (GA)
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 DEFAULT_CONTROLLER = "inference.networking.x-k8s.io/reference-gateway"
-
-# The kinds the controller watches: kind -> apiVersion.
-KINDS: dict[str, str] = {
-    "GatewayClass": f"{GATEWAY_GROUP}/v1",
-    "Gateway": f"{GATEWAY_GROUP}/v1",
-    "HTTPRoute": f"{GATEWAY_GROUP}/v1",
-    "InferencePool": f"{INFERENCE_GROUP}/v1alpha2",
-    "Service": "v1",
-}
+POOL_KIND = "InferencePool"
 
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+# A work item: (resource id, namespace, name) of an object whose status this controller writes.
+Item = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One kind of object the controller watches: where the API server serves it.
+
+    `id` is how the cache and the work items name it: the kind, or for an
+    InferencePool `InferencePool.<group>` (both APIs have a kind of that name)."""
+
+    id: str
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+def pool_resource_id(group: str) -> str:
+    return f"{POOL_KIND}.{group}"
+
+
+# The resources every run watches, by id.
+FIXED_RESOURCES: dict[str, Resource] = {r.id: r for r in (
+    Resource("GatewayClass", "GatewayClass", GATEWAY_GROUP, "v1", "gatewayclasses", namespaced=False),
+    Resource("Gateway", "Gateway", GATEWAY_GROUP, "v1", "gateways"),
+    Resource("HTTPRoute", "HTTPRoute", GATEWAY_GROUP, "v1", "httproutes"),
+    Resource("Service", "Service", "", "v1", "services"),
+)}
 
 
 def key(obj: dict) -> Key:
@@ -74,16 +119,14 @@ def route_backends(route: dict) -> Iterator[dict]:
         yield from rule.get("backendRefs") or []
 
 
-def route_pool_keys(route: dict | None) -> set[Key]:
-    """Keys of the InferencePools the route's backendRefs name (in any namespace)."""
+def route_pool_refs(route: dict | None) -> set[tuple[str, str, str]]:
+    """(group, namespace, name) of every InferencePool the route's backendRefs name, of any group."""
     if not route:
         return set()
     ns = key(route)[0]
-    return {
-        (b.get("namespace") or ns, b["name"])
-        for b in route_backends(route)
-        if backend_group_kind(b) == (INFERENCE_GROUP, "InferencePool")
-    }
+    return {(group, b.get("namespace") or ns, b["name"])
+            for b in route_backends(route)
+            for group, kind in [backend_group_kind(b)] if kind == POOL_KIND}
 
 
 def route_service_keys(route: dict | None) -> set[Key]:
@@ -94,30 +137,53 @@ def route_service_keys(route: dict | None) -> set[Key]:
             if backend_group_kind(b) == ("", "Service")}
 
 
-def extension_ref(pool: dict) -> tuple[str, str, str, int]:
-    """(group, kind, name, port) of the pool's extensionRef, with the API's defaults filled in."""
-    ext = spec(pool).get("extensionRef") or {}
-    # Unset port: the API says implementations SHOULD infer 9002 for a Service.
-    return ext.get("group") or "", ext.get("kind") or "Service", ext.get("name") or "", ext.get("portNumber") or 9002
-
-
-@dataclass
 class World:
-    """What the controller currently knows about the cluster."""
+    """What the controller currently knows about the cluster.
 
-    controller_name: str = DEFAULT_CONTROLLER
-    gateway_class: str | None = None  # when set, only this class of ours is reconciled
-    classes: dict[Key, dict] = field(default_factory=dict)
-    gateways: dict[Key, dict] = field(default_factory=dict)
-    routes: dict[Key, dict] = field(default_factory=dict)
-    pools: dict[Key, dict] = field(default_factory=dict)
-    services: dict[Key, dict] = field(default_factory=dict)
+    `revisions` are the InferencePool APIs watched, one revision each; a
+    backendRef to an InferencePool of another group names nothing known."""
+
+    def __init__(self, controller_name: str = DEFAULT_CONTROLLER, gateway_class: str | None = None,
+                 revisions: Iterable[Revision] = ()) -> None:
+        self.controller_name = controller_name
+        self.gateway_class = gateway_class  # when set, only this class of ours is reconciled
+        self.classes: dict[Key, dict] = {}
+        self.gateways: dict[Key, dict] = {}
+        self.routes: dict[Key, dict] = {}
+        self.services: dict[Key, dict] = {}
+        # API group -> its revision, and that API's pools.
+        self.revisions: dict[str, Revision] = {}
+        self.pools: dict[str, dict[Key, dict]] = {}
+        for rev in revisions:
+            group = rev.api.group
+            if group in self.revisions:
+                raise ValueError(f"two revisions of API group {group}: {self.revisions[group].name}, {rev.name}")
+            self.revisions[group] = rev
+            self.pools[group] = {}
+        # Resource id -> the revision of each InferencePool resource watched.
+        self.pool_kinds: dict[str, Revision] = {r.api.resource.id: r for r in self.revisions.values()}
+        self.resources: dict[str, Resource] = {
+            **FIXED_RESOURCES, **{r.api.resource.id: r.api.resource for r in self.revisions.values()}}
+        self._stores: dict[str, dict[Key, dict]] = {
+            "GatewayClass": self.classes, "Gateway": self.gateways, "HTTPRoute": self.routes,
+            "Service": self.services,
+            **{r.api.resource.id: self.pools[g] for g, r in self.revisions.items()}}
 
     def store(self, kind: str) -> dict[Key, dict]:
-        return {
-            "GatewayClass": self.classes, "Gateway": self.gateways, "HTTPRoute": self.routes,
-            "InferencePool": self.pools, "Service": self.services,
-        }[kind]
+        """The objects of one resource, by its id (`Resource.id`)."""
+        return self._stores[kind]
+
+    def resource_id(self, obj: dict) -> str:
+        """The id of the resource an object belongs to (by its apiVersion and kind)."""
+        for r in self.resources.values():
+            if (r.api_version, r.kind) == (obj.get("apiVersion"), obj.get("kind")):
+                return r.id
+        raise KeyError(f"not watched: {obj.get('apiVersion')} {obj.get('kind')}")
+
+    def route_pool_items(self, route: dict | None) -> set[Item]:
+        """Work items of the pools the route's backendRefs name, of the APIs watched."""
+        return {(self.revisions[g].api.resource.id, ns, name) for g, ns, name in route_pool_refs(route)
+                if g in self.revisions}
 
     def class_is_ours(self, gc: dict | None) -> bool:
         if not gc or spec(gc).get("controllerName") != self.controller_name:

@@ -1,8 +1,9 @@
 """Pure status computations: cached objects in, the status to write out.
 
 Nothing here talks to the API server or keeps state; every function takes the
-current object, the `World` and the time, and returns the complete new
-`status`. The controller writes it only when it differs from what is there.
+current object, the `World` and the time (and for a pool the `Revision` of its
+API), and returns the complete new `status`. The controller writes it only
+when it differs from what is there.
 """
 
 from __future__ import annotations
@@ -11,11 +12,23 @@ import time
 from dataclasses import dataclass, field
 
 from . import behaviours, faults
-from .model import (GATEWAY_GROUP, INFERENCE_GROUP, Key, World, backend_group_kind, extension_ref,
-                    generation, key, route_backends, route_parent_refs, show, spec, terminating)
+from .model import (
+    GATEWAY_GROUP,
+    POOL_KIND,
+    Key,
+    World,
+    backend_group_kind,
+    generation,
+    key,
+    route_backends,
+    route_parent_refs,
+    show,
+    spec,
+    terminating,
+)
 from .revisions import Revision
 
-MAX_PARENTS = 32  # API limit on status.parent (and on HTTPRoute status.parents)
+MAX_PARENTS = 32  # API limit on a pool's status.parent(s) (and on HTTPRoute status.parents)
 
 
 def timestamp(t: float | None = None) -> str:
@@ -148,8 +161,8 @@ def backend_problem(route: dict, world: World) -> tuple[str, str] | None:
         target_ns, name = b.get("namespace") or ns, b["name"]
         if (group, kind) == ("", "Service"):
             store = world.services
-        elif (group, kind) == (INFERENCE_GROUP, "InferencePool"):
-            store = world.pools
+        elif kind == POOL_KIND and group in world.pools:  # an InferencePool of an API watched
+            store = world.pools[group]
         else:
             return "InvalidKind", f"backendRef {name}: kind {kind} in group {group!r} is not supported."
         if target_ns != ns:
@@ -208,23 +221,38 @@ def route_status(route: dict, world: World, now: str) -> dict:
 
 
 # -- InferencePool --------------------------------------------------------------
+# A pool is read and written through the `Revision` of its API: where its
+# endpoint picker reference is, what its list of parent entries is called, how
+# a parentRef is spelled, whether entries carry controllerName.
 
-def extension_problem(pool: dict, world: World) -> str | None:
-    """Why the pool's extensionRef does not resolve, or None when it does."""
+def extension_problem(pool: dict, world: World, revision: Revision) -> str | None:
+    """Why the pool's endpoint picker reference does not resolve, or None when it does
+    (or when the pool has none and its revision allows that: nothing to resolve)."""
     if faults.on("resolvedrefs-always-true"):
         return None
-    group, kind, name, _ = extension_ref(pool)
+    ref = revision.picker_ref(pool)
+    if ref is None:
+        return None
+    field_, ns = revision.api.picker_field, key(pool)[0]
+    group = ref.group
     if faults.on("extension-group-ignored"):
         group = ""  # only the kind is looked at: a "Service" of any group counts as the core one
-    if not faults.on("ignore-extension-kind") and (group, kind) != ("", "Service"):
-        return f"extensionRef kind {kind} in group {group!r} is not supported; only core Services are."
-    svc = world.services.get((key(pool)[0], name))
+    if not faults.on("ignore-extension-kind") and (group, ref.kind) != ("", "Service"):
+        return f"{field_} kind {ref.kind} in group {group!r} is not supported; only core Services are."
+    svc = world.services.get((ns, ref.name))
     if svc is None:
-        return f"extensionRef Service {key(pool)[0]}/{name} not found."
+        return f"{field_} Service {ns}/{ref.name} not found."
     # The API: implementations MUST NOT support ExternalName Services.
     if spec(svc).get("type") == "ExternalName" and not faults.on("accept-externalname"):
-        return f"extensionRef Service {key(pool)[0]}/{name} is of type ExternalName, which is not supported."
+        return f"{field_} Service {ns}/{ref.name} is of type ExternalName, which is not supported."
     return None
+
+
+def _resolved_message(pool: dict, revision: Revision) -> str:
+    ref = revision.picker_ref(pool)
+    if ref is None:
+        return f"No {revision.api.picker_field}: nothing to resolve."
+    return f"{revision.api.picker_field} resolves to Service {key(pool)[0]}/{ref.name} port {ref.port}."
 
 
 @dataclass
@@ -237,13 +265,13 @@ class _Parent:
 
 
 def pool_parents(pool: dict, world: World, revision: Revision) -> dict[Key, _Parent]:
-    """Gateways that route to the pool through a route in the pool's namespace."""
+    """Gateways (of any namespace) that route to the pool through a route in the pool's namespace."""
     pool_key = key(pool)
     parents: dict[Key, _Parent] = {}
     for rk, route in sorted(world.routes.items()):
         # Same namespace only: cross-namespace backendRefs would need a ReferenceGrant.
         if rk[0] != pool_key[0] or terminating(route) or not any(
-                backend_group_kind(b) == (INFERENCE_GROUP, "InferencePool") and b["name"] == pool_key[1]
+                backend_group_kind(b) == (revision.api.group, POOL_KIND) and b["name"] == pool_key[1]
                 and (b.get("namespace") or rk[0]) == pool_key[0] for b in route_backends(route)):
             continue
         for ref, gk in route_parent_refs(route):
@@ -283,31 +311,51 @@ def _pool_entry(pool: dict, parent: _Parent, world: World, revision: Revision, o
     names = ", ".join(key(r)[1] for r in routes)
     gw_name = show(key(parent.gateway))
     if parent.accepted:
+        ports = ", ".join(str(p) for p in revision.api.target_ports(pool)) or "none"
         accepted = condition("Accepted", "True", "Ready" if wrong else "Accepted",
-                             f"Referenced by HTTPRoute(s) {names} accepted by Gateway {gw_name}.",
-                             gen, now, prev, **opts)
+                             f"Referenced by HTTPRoute(s) {names} accepted by Gateway {gw_name}; "
+                             f"target port(s) {ports}.", gen, now, prev, **opts)
     else:
         accepted = condition("Accepted", "False", revision.route_not_accepted_reason,
                              f"Gateway {gw_name} did not accept HTTPRoute(s) {names}.", gen, now, prev, **opts)
     conditions = [accepted]
     if not faults.on("drop-resolvedrefs"):
-        problem = extension_problem(pool, world)
+        problem = extension_problem(pool, world, revision)
         if problem is None:
-            _, _, name, port = extension_ref(pool)
             conditions.append(condition("ResolvedRefs", "True", "Resolved" if wrong else "ResolvedRefs",
-                                        f"extensionRef resolves to Service {key(pool)[0]}/{name} port {port}.",
-                                        gen, now, prev, **opts))
+                                        _resolved_message(pool, revision), gen, now, prev, **opts))
         else:
             conditions.append(condition("ResolvedRefs", "False", "InvalidExtensionRef", problem,
                                         gen, now, prev, **opts))
     conditions = as_written(conditions, gen, now, prev)
     if faults.on("rebuild-conditions") and _without_times(conditions) == _without_times(old_conditions):
         conditions = old_conditions  # only the times differ: nothing to write
-    return {"parentRef": ref, "conditions": conditions}
+    return revision.entry(ref, world.controller_name, conditions)
 
 
 def _without_times(conditions: list[dict]) -> list[dict]:
     return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in conditions]
+
+
+def entry_owner(entry: dict, world: World, revision: Revision, remembered: list[tuple[dict, Key]],
+                pool_namespace: str) -> Key | None:
+    """The Gateway of ours an existing entry reports for, or None when the entry is not ours.
+
+    An entry carrying another controller's controllerName is never ours. Else
+    it is ours when it is one we wrote before (`remembered`), when it carries
+    our controllerName and names a Gateway, or when it names a Gateway of our
+    class (pool entries of the revisions without controllerName carry no owner)."""
+    written_by = entry.get("controllerName")
+    if written_by and written_by != world.controller_name:
+        return None
+    ref = entry.get("parentRef") or {}
+    for r, gk in remembered:
+        if r == ref:
+            return gk
+    gk = revision.gateway_named(ref, pool_namespace)
+    if gk is None or not (written_by or world.gateway_is_ours(world.gateways.get(gk))):
+        return None
+    return gk
 
 
 @dataclass
@@ -322,22 +370,14 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
                 now: str) -> PoolStatus:
     """The pool's status with this controller's parent entries brought up to date.
 
-    An existing entry is ours when it is one we wrote before (`remembered`) or
-    when it names a Gateway of our class. Every other entry is kept as it is,
-    in place: status.parent is shared with other controllers.
+    Which entries are ours: `entry_owner`. Every other entry is kept as it is,
+    in place: the list of parent entries is shared with other controllers.
     """
     st = dict(pool.get("status") or {})
-    existing = list(st.get("parent") or [])
+    status_key = revision.status_key
+    existing = revision.parents(pool)
     pool_ns = key(pool)[0]
     wanted = pool_parents(pool, world, revision)
-
-    def owner(entry: dict) -> Key | None:
-        ref = entry.get("parentRef") or {}
-        for r, gk in remembered:
-            if r == ref:
-                return gk
-        gk = revision.gateway_named(ref, pool_ns)
-        return gk if gk is not None and world.gateway_is_ours(world.gateways.get(gk)) else None
 
     out: list[tuple[dict, Key | None]] = []
     done: set[Key] = set()
@@ -345,7 +385,7 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
     for entry in existing:
         if revision.is_placeholder(entry) and wanted and not faults.on("keep-default-parent"):
             continue  # the CRD's placeholder goes once a controller manages the pool
-        gk = owner(entry)
+        gk = entry_owner(entry, world, revision, remembered, pool_ns)
         if gk is None:
             if not faults.on("clobber-foreign-parents"):
                 out.append((entry, None))
@@ -370,42 +410,37 @@ def pool_status(pool: dict, world: World, revision: Revision, remembered: list[t
                 continue  # over the API's limit: other controllers' entries win
             budget -= 1
         kept.append((entry, gk))
-    if kept or "parent" in st:
-        st["parent"] = [e for e, _ in kept]
+    if kept or status_key in st:
+        st[status_key] = [e for e, _ in kept]
     if (not kept and dropped_ours and revision.status_placeholder
             and not behaviours.on("no-placeholder-restore")):
         # This controller no longer manages the pool and nobody else reports on it.
-        st["parent"] = [revision.placeholder()]
+        st[status_key] = [revision.placeholder()]
     return PoolStatus(st, [(e["parentRef"], gk) for e, gk in kept if gk is not None])
 
 
 def eager_pool_status(st: dict, revision: Revision, managed: bool) -> dict:
     """Behaviour eager-writer: the pool's status as computed, made explicit on every pool.
 
-    A pool with no `status.parent` gets `parent: []` (so every new pool gets a
-    status write at once); on a revision with a status default, the placeholder
-    is removed from a pool this implementation has never managed (once it has
-    managed the pool, a placeholder it put back stays). Foreign entries stay.
+    A pool without the list of parent entries gets an empty one (`parent: []`
+    or `parents: []`, so every new pool gets a status write at once); on a
+    revision with a status default, the placeholder is removed from a pool this
+    implementation has never managed (once it has managed the pool, a
+    placeholder it put back stays). Foreign entries stay.
     """
-    parents = st.get("parent")
+    status_key = revision.status_key
+    parents = st.get(status_key)
     if parents is None:
-        return {**st, "parent": []}
+        return {**st, status_key: []}
     if not managed and revision.status_placeholder and any(revision.is_placeholder(e) for e in parents):
-        return {**st, "parent": [e for e in parents if not revision.is_placeholder(e)]}
+        return {**st, status_key: [e for e in parents if not revision.is_placeholder(e)]}
     return st
 
 
 def pool_has_entry_of(pool: dict, world: World, revision: Revision, remembered: list[tuple[dict, Key]]) -> bool:
     """Whether the pool's status has an entry this implementation wrote (or would own)."""
     pool_ns = key(pool)[0]
-    for entry in (pool.get("status") or {}).get("parent") or []:
-        ref = entry.get("parentRef") or {}
-        if any(r == ref for r, _ in remembered):
-            return True
-        gk = revision.gateway_named(ref, pool_ns)
-        if gk is not None and world.gateway_is_ours(world.gateways.get(gk)):
-            return True
-    return False
+    return any(entry_owner(e, world, revision, remembered, pool_ns) is not None for e in revision.parents(pool))
 
 
 def route_has_entry_of(route: dict, world: World) -> bool:

@@ -1,21 +1,24 @@
-"""One thread per kind: list, then watch from that list's resourceVersion.
+"""One thread per watched resource: list, then watch from that list's resourceVersion.
 
 Every event goes into the cache, and the work items it affects go onto the
 queue at once. A watch that ends is resumed from the last resourceVersion
 seen; an expired one (410 Gone) starts over with a fresh list; connection
-errors are retried with exponential backoff.
+errors are retried with exponential backoff. A resource the API server does
+not serve when it is first listed (404: its CRD is not installed, say an
+InferencePool API named with --api-revision that the cluster lacks) counts
+as listed and empty, so the other resources are reconciled meanwhile; it is
+listed again, with backoff, until it is served.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
-from conformance.kube import ApiError, Kube
-
-from .cache import Cache, Item
-from .model import KINDS
+from .cache import Cache
+from .kube import ApiError, Kube
+from .model import Item, Resource
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +31,14 @@ class _Expired(Exception):
 
 
 class Watcher(threading.Thread):
-    def __init__(self, kube: Kube, kind: str, cache: Cache, enqueue: Callable[[set[Item]], None],
+    def __init__(self, kube: Kube, resource: Resource, cache: Cache, enqueue: Callable[[set[Item]], None],
                  stop: threading.Event) -> None:
         # Daemon: a thread blocked reading a quiet watch must not hold up exit.
-        super().__init__(name=f"watch-{kind}", daemon=True)
-        self.kube, self.kind, self.api_version = kube, kind, KINDS[kind]
+        super().__init__(name=f"watch-{resource.id}", daemon=True)
+        self.kube, self.resource, self.kind = kube, resource, resource.id
         self.cache, self.enqueue, self.stop = cache, enqueue, stop
-        self.synced = threading.Event()  # set once the first list is in the cache
+        self.synced = threading.Event()  # set once the first list is in the cache (or found not served)
+        self._listed = False  # a list has succeeded once
 
     def run(self) -> None:
         rv: str | None = None
@@ -51,25 +55,37 @@ class Watcher(threading.Thread):
                 if isinstance(e, ApiError) and e.status == 410:
                     rv = None
                     continue
-                log.warning("%s watch: %s; retrying in %.1fs", self.kind, e, backoff)
+                if rv is None and not self._listed and isinstance(e, ApiError) and e.status == 404:
+                    self._not_served(e, backoff)
+                else:
+                    log.warning("%s watch: %s; retrying in %.1fs", self.kind, e, backoff)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
+    def _not_served(self, e: ApiError, backoff: float) -> None:
+        """The first list found no such resource: it counts as empty until it is served."""
+        if not self.synced.is_set():
+            log.warning("%s %s is not served by the API server (is its CRD installed?); counting it as empty "
+                        "and listing it again until it is served", self.resource.api_version, self.resource.kind)
+            self.synced.set()
+        else:
+            log.debug("%s still not served: %s; listing again in %.1fs", self.kind, e, backoff)
+
     def _relist(self) -> str:
-        listed = self.kube.list(self.api_version, self.kind)
+        listed = self.kube.list(self.resource)
         items = listed.get("items") or []
-        for obj in items:  # list items of built-in kinds come without apiVersion/kind
-            obj.setdefault("apiVersion", self.api_version)
-            obj.setdefault("kind", self.kind)
+        for obj in items:  # list items come without apiVersion/kind
+            obj.setdefault("apiVersion", self.resource.api_version)
+            obj.setdefault("kind", self.resource.kind)
         self.enqueue(self.cache.replace_all(self.kind, items))
+        self._listed = True
         self.synced.set()
         log.debug("listed %d %s(s)", len(items), self.kind)
         return listed["metadata"]["resourceVersion"]
 
     def _watch(self, rv: str) -> str:
         """Follow one watch until the server ends it; return the last resourceVersion seen."""
-        for event in self.kube.watch(self.api_version, self.kind, None, resource_version=rv,
-                                     timeout_seconds=WATCH_SECONDS):
+        for event in self.kube.watch(self.resource, resource_version=rv, timeout_seconds=WATCH_SECONDS):
             if self.stop.is_set():
                 break
             etype, obj = event.get("type"), event.get("object") or {}
@@ -79,22 +95,22 @@ class Watcher(threading.Thread):
                 raise ApiError(obj.get("code") or 0, obj, "WATCH", self.kind)
             rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
             if etype in ("ADDED", "MODIFIED", "DELETED"):
-                obj.setdefault("apiVersion", self.api_version)
-                obj.setdefault("kind", self.kind)
+                obj.setdefault("apiVersion", self.resource.api_version)
+                obj.setdefault("kind", self.resource.kind)
                 self.enqueue(self.cache.apply(self.kind, etype, obj))
         return rv
 
 
 def start_watchers(kube: Kube, cache: Cache, enqueue: Callable[[set[Item]], None],
                    stop: threading.Event) -> list[Watcher]:
-    watchers = [Watcher(kube, kind, cache, enqueue, stop) for kind in KINDS]
+    watchers = [Watcher(kube, resource, cache, enqueue, stop) for resource in cache.resources.values()]
     for w in watchers:
         w.start()
     return watchers
 
 
 def wait_synced(watchers: list[Watcher], stop: threading.Event) -> bool:
-    """Block until every kind has been listed once (or `stop`); True when synced."""
+    """Block until every resource has been listed once (or `stop`); True when synced."""
     for w in watchers:
         while not w.synced.wait(0.2):  # the timeout only lets `stop` be noticed
             if stop.is_set():

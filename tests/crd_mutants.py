@@ -4,8 +4,9 @@ The schema tier (conformance/tests/test_schema.py, test_status_subresource.py)
 must judge the API, not echo our CRD back at us: a CRD that lost any single
 validation or default has to make at least one of its tests fail.
 `mutants(crd)` derives those CRDs from the generated one by walking the
-openAPIV3Schema of v1alpha2, so a validation added to the CRD later gets its
-mutants without anyone listing paths by hand.
+openAPIV3Schema of its storage version (v1alpha2, or v1 for the GA API), so a
+validation added to the CRD later gets its mutants without anyone listing
+paths by hand.
 
 Mutation operators, on every schema node:
 
@@ -18,13 +19,15 @@ Mutation operators, on every schema node:
 * widen `type: integer` to `number`;
 * add `x-kubernetes-preserve-unknown-fields: true` to an object that prunes;
 
-and once per CRD: drop the status subresource of v1alpha2.
+and once per CRD: drop the status subresource of that version.
 
 Some mutants cannot be told apart from the original by any request to the API
 (equivalent mutants): they are listed in EQUIVALENT with the reason. Some
 mutants are CRDs the API server refuses to install: they are listed in
-REFUSED. The meta-test (test_crd_mutants.py) checks both lists against what
-the cluster does, so neither can go stale.
+REFUSED. Both lists hold the names of every API's mutants (the field paths
+tell the APIs apart); `applies` picks the ones of one CRD. The meta-test
+(test_crd_mutants.py) checks both lists against what the cluster does, so
+neither can go stale.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ _OTHER_DEFAULTS = {
     "Accepted": "Ready",
     "FailClose": "FailOpen",
     "FailOpen": "FailClose",
+    # The GA API's parentRef defaults: another valid group and kind (a changed
+    # default the API server refuses to install would test nothing).
+    "gateway.networking.k8s.io": "networking.example.com",
+    "Gateway": "Mesh",
 }
 
 # Mutants that no request to the API server can tell from the original CRD.
@@ -78,6 +85,26 @@ EQUIVALENT: dict[str, str] = {
         "format int32 is not enforced on integers; minimum 1 / maximum 65535 lie inside int32 anyway",
     "drop format at status.parent[].conditions[].observedGeneration":
         "format int64 is not enforced on integers; the JSON decoder holds integers as int64 either way",
+    # The GA API (v1; the names are the same in each of its revisions that has the field).
+    "drop minLength at spec.endpointPickerRef.kind":
+        "the pattern ^[a-zA-Z]... already rejects the empty string, with the same field and cause type",
+    "drop minLength at status.parents[].conditions[].reason":
+        "the pattern ^[A-Za-z]... already rejects the empty string, with the same field and cause type",
+    "drop minLength at status.parents[].parentRef.kind":
+        "the pattern ^[a-zA-Z]... already rejects the empty string, with the same field and cause type",
+    "drop minLength at status.parents[].parentRef.namespace":
+        "the pattern ^[a-z0-9]... already rejects the empty string, with the same field and cause type",
+    "drop minLength at status.parents[].controllerName":
+        "the pattern (a domain, a slash, a path) already rejects the empty string, with the same field and cause type",
+    "drop minLength at spec.selector.matchLabels.*": "minLength 0 forbids nothing",
+    "drop minLength at spec.endpointPickerRef.group": "minLength 0 forbids nothing",
+    "drop minLength at status.parents[].parentRef.group": "minLength 0 forbids nothing",
+    "drop format at spec.endpointPickerRef.port.number":
+        "format int32 is not enforced on integers; minimum 1 / maximum 65535 lie inside int32 anyway",
+    "drop format at spec.targetPorts[].number":
+        "format int32 is not enforced on integers; minimum 1 / maximum 65535 lie inside int32 anyway",
+    "drop format at status.parents[].conditions[].observedGeneration":
+        "format int64 is not enforced on integers; the JSON decoder holds integers as int64 either way",
 }
 
 # Mutants that are not valid CRDs: the API server refuses to create them, so no
@@ -85,7 +112,26 @@ EQUIVALENT: dict[str, str] = {
 REFUSED: dict[str, str] = {
     "drop required type at status.parent[].conditions[]":
         "type is the list-map key of conditions, and a list-map key must be required or defaulted",
+    "drop required type at status.parents[].conditions[]":
+        "type is the list-map key of conditions, and a list-map key must be required or defaulted",
+    # v1.1+ only: the uniqueness rule walks the list twice, and without maxItems its estimated
+    # cost is unbounded (v1.0 and v1.0.2 have no such rule, and their mutant is killed).
+    "drop maxItems at spec.targetPorts":
+        "the CEL rule on targetPorts exceeds the cost budget by more than 100x without maxItems (v1.1+)",
 }
+
+
+def applies(listed: dict[str, str], crd: dict) -> dict[str, str]:
+    """The entries of EQUIVALENT or REFUSED for one CRD: its mutants' names, with the exception that
+    "drop maxItems at spec.targetPorts" is refused only where targetPorts has a CEL rule (v1.1+)."""
+    names = {m.name for m in mutants(crd)}
+    out = {k: v for k, v in listed.items() if k in names}
+    if listed is REFUSED and "drop maxItems at spec.targetPorts" in out:
+        _, schema = schema_of(crd)
+        ports = ((schema.get("properties") or {}).get("spec") or {}).get("properties", {}).get("targetPorts", {})
+        if not ports.get("x-kubernetes-validations"):
+            del out["drop maxItems at spec.targetPorts"]
+    return out
 
 
 @dataclass(frozen=True)
@@ -96,8 +142,16 @@ class Mutant:
     crd: dict  # the whole mutant CRD; shares nothing with the input
 
 
-def schema_of(crd: dict, version: str = VERSION) -> tuple[int, dict]:
-    """(index of the version in spec.versions, its openAPIV3Schema)."""
+def storage_version(crd: dict) -> str:
+    """The version a CRD stores (v1alpha2 for the x-k8s.io API, v1 for the GA API)."""
+    versions = (crd.get("spec") or {}).get("versions") or []
+    stored = [v.get("name") for v in versions if v.get("storage")]
+    return stored[0] if stored else VERSION
+
+
+def schema_of(crd: dict, version: str | None = None) -> tuple[int, dict]:
+    """(index of the version in spec.versions, its openAPIV3Schema); the storage version by default."""
+    version = storage_version(crd) if version is None else version
     for i, v in enumerate((crd.get("spec") or {}).get("versions") or []):
         if v.get("name") == version:
             schema = (v.get("schema") or {}).get("openAPIV3Schema")
@@ -219,8 +273,10 @@ def _resolve(root: dict, keys: tuple) -> dict:
     return node
 
 
-def mutants(crd: dict, version: str = VERSION) -> Iterator[Mutant]:
-    """Every single-step loosening of `crd` (left unchanged), in schema order."""
+def mutants(crd: dict, version: str | None = None) -> Iterator[Mutant]:
+    """Every single-step loosening of `crd` (left unchanged), in schema order (of its storage version
+    unless `version` names another)."""
+    version = storage_version(crd) if version is None else version
     index, schema = schema_of(crd, version)
     schema_keys = ("spec", "versions", index, "schema", "openAPIV3Schema")
     seen: set[str] = set()

@@ -8,11 +8,12 @@ import queue
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -21,13 +22,22 @@ SUITE_LABEL = "app.kubernetes.io/managed-by=inferencepool-conformance"  # on eve
 W, T, R = TypeVar("W"), TypeVar("T"), TypeVar("R")
 
 
+def with_api(test_id: str, api: str) -> str:
+    """A test id as the suite names it when it runs for `api`: `test_x.py::test_y[p]` -> `...[api-p]`."""
+    if test_id.endswith("]"):
+        head, _, param = test_id.partition("[")
+        return f"{head}[{api}-{param}"
+    return f"{test_id}[{api}]"
+
+
 @dataclass
 class SuiteRun:
     returncode: int
-    outcomes: dict[str, str]  # test id under conformance/tests/ ("test_x.py::test_y[p]") -> outcome
+    outcomes: dict[str, str]  # test id under conformance/tests/ ("test_x.py::test_y[api-p]") -> outcome
     output: str
 
     def with_outcome(self, outcome: str) -> set[str]:
+        """The ids of the tests with this outcome."""
         return {t for t, o in self.outcomes.items() if o == outcome}
 
 

@@ -15,8 +15,13 @@ SCHEMA = ("spec", "versions", 0, "schema", "openAPIV3Schema")
 # Mutants of tests/crd_mutants.py that change nothing in what the CRD says, so
 # crd_drift rightly finds no difference, with the reason. Every other mutant of
 # every revision's CRD must be named.
+_MIN_LENGTH_0 = "minLength 0 is the lower bound of every string: it says nothing"
 NO_DIFFERENCE: dict[str, str] = {
-    "drop minLength at spec.selector.*": "minLength 0 is the lower bound of every string: it says nothing",
+    "drop minLength at spec.selector.*": _MIN_LENGTH_0,
+    # The GA API's CRDs (v1.x) write minLength 0 on label values and on both group fields.
+    "drop minLength at spec.selector.matchLabels.*": _MIN_LENGTH_0,
+    "drop minLength at spec.endpointPickerRef.group": _MIN_LENGTH_0,
+    "drop minLength at status.parents[].parentRef.group": _MIN_LENGTH_0,
 }
 
 
@@ -208,6 +213,111 @@ def test_scope_and_preserve_unknown_fields_of_the_crd():
         "CRD: preserveUnknownFields is true where revision seed has false"]
 
 
+# -- the GA API (v1): CEL rules, property counts, list bounds ---------------------------
+
+
+UNIQUE_PORTS = "self.all(p1, self.exists_one(p2, p1.number==p2.number))"
+SERVICE_PORT = "self.kind != 'Service' || has(self.port)"
+
+
+def test_v1_cel_rules_dropped_and_added():
+    dropped = _changed("v1.6", lambda c: _node(c, "spec", "targetPorts").pop("x-kubernetes-validations"))
+    assert _diffs(dropped, _crd("v1.6"), "v1.6") == [
+        f"spec.targetPorts: no CEL rule {UNIQUE_PORTS!r} where revision v1.6 has it".replace("'", '"')]
+    dropped = _changed("v1.6", lambda c: _node(c, "spec", "endpointPickerRef").pop("x-kubernetes-validations"))
+    assert _diffs(dropped, _crd("v1.6"), "v1.6") == [
+        f'spec.endpointPickerRef: no CEL rule "{SERVICE_PORT}" where revision v1.6 has it']
+    # v1.0 has no uniqueness rule (maxItems 1 makes it moot): a v1.0 CRD that carries one is named too.
+    added = _changed("v1.0", lambda c: _node(c, "spec", "targetPorts").__setitem__(
+        "x-kubernetes-validations", [{"rule": UNIQUE_PORTS, "message": "port number must be unique"}]))
+    assert _diffs(added, _crd("v1.0"), "v1.0") == [
+        f'spec.targetPorts: CEL rule "{UNIQUE_PORTS}" where revision v1.0 has no such rule']
+
+
+def test_v1_cel_rule_text_whitespace_aside():
+    def respaced(c):
+        _node(c, "spec", "targetPorts")["x-kubernetes-validations"][0]["rule"] = (
+            "self.all(p1,  self.exists_one(p2,p1.number == p2.number))")
+        _node(c, "spec", "endpointPickerRef")["x-kubernetes-validations"][0]["rule"] = (
+            "self.kind!='Service'\n  || has(self.port)")
+    assert _diffs(_changed("v1.6", respaced), _crd("v1.6"), "v1.6") == []
+    # Inside a string literal a space is meaning: 'Service ' is another rule.
+    literal = _changed("v1.6", lambda c: _node(c, "spec", "endpointPickerRef")["x-kubernetes-validations"][0]
+                       .__setitem__("rule", "self.kind != 'Service ' || has(self.port)"))
+    assert _diffs(literal, _crd("v1.6"), "v1.6") == [
+        "spec.endpointPickerRef: CEL rule \"self.kind != 'Service ' || has(self.port)\" where revision v1.6 has no "
+        "such rule",
+        f'spec.endpointPickerRef: no CEL rule "{SERVICE_PORT}" where revision v1.6 has it']
+    loosened = _changed("v1.6", lambda c: _node(c, "spec", "targetPorts")["x-kubernetes-validations"][0]
+                        .__setitem__("rule", "self.all(p1, self.exists(p2, p1.number==p2.number))"))
+    assert len(_diffs(loosened, _crd("v1.6"), "v1.6")) == 2
+
+
+def test_v1_cel_rule_reason_and_field_path():
+    def edit(c):
+        rule = _node(c, "spec", "endpointPickerRef")["x-kubernetes-validations"][0]
+        rule.update({"reason": "FieldValueRequired", "fieldPath": ".port", "message": "other words"})
+    assert _diffs(_changed("v1.6", edit), _crd("v1.6"), "v1.6") == [
+        f'spec.endpointPickerRef: reason of CEL rule "{SERVICE_PORT}" is FieldValueRequired where revision v1.6 '
+        "has none",
+        f'spec.endpointPickerRef: fieldPath of CEL rule "{SERVICE_PORT}" is .port where revision v1.6 has none']
+
+
+@pytest.mark.parametrize(("path", "edit", "expected"), [
+    (("spec", "selector", "matchLabels"), {"minProperties": 0},
+     "spec.selector.matchLabels: no minProperties where revision v1.6 has 1"),
+    (("spec", "selector", "matchLabels"), {"maxProperties": 65},
+     "spec.selector.matchLabels: maxProperties is 65 where revision v1.6 has 64"),
+    (("spec", "targetPorts"), {"maxItems": 16}, "spec.targetPorts: maxItems is 16 where revision v1.6 has 8"),
+    (("spec", "targetPorts"), {"minItems": 0}, "spec.targetPorts: no minItems where revision v1.6 has 1"),
+    (("spec", "targetPorts"), {"x-kubernetes-list-type": "set"},
+     "spec.targetPorts: x-kubernetes-list-type is set where revision v1.6 has none"),
+    (("spec", "targetPorts", "[]", "number"), {"maximum": 65536},
+     "spec.targetPorts[].number: maximum is 65536 where revision v1.6 has 65535"),
+    (("spec", "appProtocol"), {"enum": ["http", "kubernetes.io/h2c", "kubernetes.io/ws"]},
+     "spec.appProtocol: enum is [http, kubernetes.io/h2c, kubernetes.io/ws] where revision v1.6 has "
+     "[http, kubernetes.io/h2c]"),
+    (("spec", "appProtocol"), {"default": "kubernetes.io/h2c"},
+     "spec.appProtocol: default is kubernetes.io/h2c where revision v1.6 has http"),
+    (("spec", "endpointPickerRef", "port", "number"), {"minimum": 0},
+     "spec.endpointPickerRef.port.number: minimum is 0 where revision v1.6 has 1"),
+    (("status", "parents"), {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["controllerName"]},
+     "status.parents: x-kubernetes-list-map-keys is [controllerName] where revision v1.6 has none"),
+    (("status", "parents", "[]", "controllerName"), {"maxLength": 512},
+     "status.parents[].controllerName: maxLength is 512 where revision v1.6 has 253"),
+    (("status", "parents", "[]", "controllerName"), {"pattern": "^.+$"},
+     "status.parents[].controllerName: pattern is ^.+$ where revision v1.6 has "),
+    (("status", "parents", "[]", "parentRef", "namespace"), {"maxLength": 253},
+     "status.parents[].parentRef.namespace: maxLength is 253 where revision v1.6 has 63"),
+])
+def test_each_v1_keyword_is_named_by_field_path(path, edit, expected):
+    crd = _changed("v1.6", lambda c: _node(c, *path).update(edit))
+    found = _diffs(crd, _crd("v1.6"), "v1.6")
+    assert any(d == expected or (expected.endswith(" has ") and d.startswith(expected)) for d in found), found
+
+
+def test_v1_revisions_are_told_apart():
+    pairs = {
+        ("v1.0", "v1.0.2"): ["spec.selector.matchLabels: no maxProperties where revision v1.0.2 has 64",
+                             "spec.selector.matchLabels: no minProperties where revision v1.0.2 has 1"],
+        ("v1.0.2", "v1.1"): [
+            "spec.targetPorts: maxItems is 1 where revision v1.1 has 8",
+            f'spec.targetPorts: no CEL rule "{UNIQUE_PORTS}" where revision v1.1 has it',
+            "status.parents[].controllerName: missing where revision v1.1 has this field"],
+        ("v1.1", "v1.4"): ["spec.appProtocol: missing where revision v1.4 has this field"],
+        ("v1.4", "v1.6"): ["spec: required is [endpointPickerRef, selector, targetPorts] where revision v1.6 has "
+                           "[selector, targetPorts]"],
+    }
+    for (older, newer), named in pairs.items():
+        assert _diffs(_crd(older), _crd(newer), newer) == named
+
+
+def test_the_v1alpha2_crd_is_not_a_v1_revision():
+    names = _diffs(_crd("v0.5"), _crd("v1.6"), "v1.6")
+    assert names[:2] == ["version v1alpha2: served where revision v1.6 has no such version",
+                         "version v1: not in the installed CRD where revision v1.6 has it"]
+
+
 # -- what it ignores ----------------------------------------------------------------
 
 
@@ -325,7 +435,22 @@ def _tightenings(crd: dict):
         if node.get("type") == "array" and "minItems" not in node:
             edits.append(("add minItems", lambda n: n.__setitem__("minItems", 1)))
         if node.get("type") == "object" and "additionalProperties" in node:
-            edits.append(("add maxProperties", lambda n: n.__setitem__("maxProperties", 1)))
+            if "maxProperties" not in node:
+                edits.append(("add maxProperties", lambda n: n.__setitem__("maxProperties", 1)))
+            if "minProperties" not in node:
+                edits.append(("add minProperties", lambda n: n.__setitem__("minProperties", 2)))
+        if node.get("type") == "array" and node.get("x-kubernetes-list-type", "atomic") == "atomic":
+            edits.append(("list-type set", lambda n: n.__setitem__("x-kubernetes-list-type", "set")))
+        for i, rule in enumerate(node.get("x-kubernetes-validations") or []):
+            # A CEL rule made stricter, or made to report another cause or field.
+            edits.append((f"tighten CEL rule {i}", lambda n, i=i: n["x-kubernetes-validations"][i].__setitem__(
+                "rule", f"({n['x-kubernetes-validations'][i]['rule']}) && size(self) > 0")))
+            if "reason" not in rule:
+                edits.append((f"reason of CEL rule {i}", lambda n, i=i: n["x-kubernetes-validations"][i].__setitem__(
+                    "reason", "FieldValueForbidden")))
+            if "fieldPath" not in rule:
+                edits.append((f"fieldPath of CEL rule {i}", lambda n, i=i: n["x-kubernetes-validations"][i].__setitem__(
+                    "fieldPath", ".x")))
         for prop in sorted(set(node.get("properties") or {}) - set(node.get("required") or [])):
             edits.append((f"require {prop}",
                           lambda n, prop=prop: n.__setitem__("required", [*(n.get("required") or []), prop])))

@@ -1,6 +1,8 @@
 """The schema tier judges the API, not our CRD: every loosened CRD must fail it.
 
-For each mutant of the generated InferencePool CRD (tests/crd_mutants.py),
+For each mutant of a generated InferencePool CRD (tests/crd_mutants.py): the
+seed's (v1alpha2) and the newest GA revision's (v1.6; its cases are those of
+manifests/schema/v1/, its mutants include the CEL rules and property counts),
 the mutant is installed on an embedded cluster and the schema tier is run
 against it the way a user runs it on their own cluster, as a pytest
 subprocess with --kubeconfig. A mutant is killed when that run exits 1 (a
@@ -41,7 +43,8 @@ from . import crd_mutants
 from .crd_swap import install
 from .suite_run import REPO, clean_env, on_free_workers, show, started_clusters
 
-CRD_FILE = REVISIONS["seed"].crd
+# The newest revision of each API: between them they have every kind of validation the CRDs carry.
+JUDGED = ("seed", "v1.6")
 # The tier that judges the API by requests. test_crd_drift.py is left out on purpose: it compares
 # the installed CRD with the revision's file, so it would kill every mutant (the equivalent ones
 # too) and hide the ones no request tells apart. test_crd_drift_unit.py checks it against these
@@ -67,14 +70,14 @@ class Outcome:
 _FIRST_FAILURE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
 
 
-def run_tier(kubeconfig: Path, results_dir: Path) -> tuple[int, str, str]:
+def run_tier(kubeconfig: Path, results_dir: Path, revision: str) -> tuple[int, str, str]:
     """Run the schema tier as a user would: (exit code, first failing test or "", output).
 
     Its JUnit XML, Allure results and HTML page go to `results_dir`, not into
     the checkout's reports/out/.
     """
     argv = [sys.executable, "-m", "pytest", *TIER, "-x", "-q", "-p", "no:cacheprovider",
-            f"--kubeconfig={kubeconfig}", "--allow-crds-mismatch", "--api-revision", "seed",
+            f"--kubeconfig={kubeconfig}", "--allow-crds-mismatch", "--api-revision", revision,
             # Keep the namespaces: the cluster is thrown away anyway, and waiting for
             # each run's namespaces to finish terminating would double its time.
             "--cleanup-test-resources=false", "--cleanup-base-resources=false",
@@ -89,7 +92,7 @@ def run_tier(kubeconfig: Path, results_dir: Path) -> tuple[int, str, str]:
     return done.returncode, name, done.stdout + done.stderr
 
 
-def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path) -> Outcome:
+def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path, revision: str) -> Outcome:
     started = time.monotonic()
     refusal = install(kube, crd)
     if refusal is not None:
@@ -97,7 +100,7 @@ def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path) -> Outcom
         return Outcome(REFUSED, f"HTTP {refusal.status}: {causes or refusal.body.get('message', '')}",
                        time.monotonic() - started)
     results_dir = Path(tempfile.mkdtemp(prefix="run-", dir=results_base))
-    code, first, output = run_tier(kubeconfig, results_dir)
+    code, first, output = run_tier(kubeconfig, results_dir, revision)
     if code in (0, 1):
         shutil.rmtree(results_dir, ignore_errors=True)  # a few MB per run; the table says what matters
     if code == 0:
@@ -135,8 +138,8 @@ class Worker:
     kube: Kube
     results: Path  # where the schema tier's runs on this cluster write their results
 
-    def judge(self, crd: dict) -> Outcome:
-        return judge(self.kube, self.cluster.kubeconfig, crd, self.results)
+    def judge(self, crd: dict, revision: str) -> Outcome:
+        return judge(self.kube, self.cluster.kubeconfig, crd, self.results, revision)
 
 
 @pytest.fixture(scope="module")
@@ -147,35 +150,42 @@ def workers(tmp_path_factory):
                       tmp_path_factory.mktemp(f"mutant-runs-{i}")) for i, c in enumerate(clusters)]
 
 
-def test_every_loosened_crd_fails_the_schema_tier(workers, capsys):
-    started = time.monotonic()
-    crd = yaml.safe_load(CRD_FILE.read_text())
-    mutants = list(crd_mutants.mutants(crd))
-    names = {m.name for m in mutants}
+def test_the_lists_name_only_mutants_that_exist():
+    """EQUIVALENT and REFUSED name mutants of some revision's CRD (they hold both APIs' names)."""
+    names = {m.name for r in REVISIONS.values() for m in crd_mutants.mutants(yaml.safe_load(r.crd.read_text()))}
     stale = sorted((set(crd_mutants.EQUIVALENT) | set(crd_mutants.REFUSED)) - names)
-    assert not stale, f"crd_mutants lists mutants the CRD no longer yields: {stale}"
+    assert not stale, f"crd_mutants lists mutants no CRD yields any more: {stale}"
+
+
+@pytest.mark.parametrize("revision", JUDGED)
+def test_every_loosened_crd_fails_the_schema_tier(workers, capsys, revision):
+    started = time.monotonic()
+    crd = yaml.safe_load(REVISIONS[revision].crd.read_text())
+    mutants = list(crd_mutants.mutants(crd))
+    equivalent = crd_mutants.applies(crd_mutants.EQUIVALENT, crd)
+    refused = crd_mutants.applies(crd_mutants.REFUSED, crd)
 
     # The unmutated CRD must pass, or every "kill" below would mean nothing.
-    baseline = workers[0].judge(crd)
+    baseline = workers[0].judge(crd, revision)
     assert baseline.status == SURVIVED, f"the schema tier fails on the generated CRD itself: {baseline}"
 
-    verdicts = on_free_workers(workers, [m.crd for m in mutants], Worker.judge)
+    verdicts = on_free_workers(workers, [m.crd for m in mutants], lambda w, c: w.judge(c, revision))
     rows = list(zip([m.name for m in mutants], verdicts, strict=True))
     report = table(rows)
-    expected = len(mutants) - len(crd_mutants.EQUIVALENT) - len(crd_mutants.REFUSED)
+    expected = len(mutants) - len(equivalent) - len(refused)
     killed = sum(o.status == KILLED for _, o in rows)
-    summary = (f"mutation score: {killed}/{expected} non-equivalent mutants killed "
-               f"({len(mutants)} mutants, {len(crd_mutants.EQUIVALENT)} equivalent, "
-               f"{len(crd_mutants.REFUSED)} refused by the API server; {len(workers)} cluster(s); "
+    summary = (f"mutation score ({revision}): {killed}/{expected} non-equivalent mutants killed "
+               f"({len(mutants)} mutants, {len(equivalent)} equivalent, "
+               f"{len(refused)} refused by the API server; {len(workers)} cluster(s); "
                f"baseline {baseline.seconds:.1f}s, total {time.monotonic() - started:.0f}s after start-up)")
     show(capsys, f"\n{report}\n{summary}")
 
     problems = []
     for name, o in rows:
-        if name in crd_mutants.EQUIVALENT:
+        if name in equivalent:
             if o.status != SURVIVED:
                 problems.append(f"{name}: listed as equivalent, but {o.status} ({o.detail}): remove it from EQUIVALENT")
-        elif name in crd_mutants.REFUSED:
+        elif name in refused:
             if o.status != REFUSED:
                 problems.append(f"{name}: listed as refused, but the API server installed it and it was {o.status}")
         elif o.status != KILLED:

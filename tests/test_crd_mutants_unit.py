@@ -194,15 +194,43 @@ def test_a_crd_without_the_version_is_an_error():
         list(mutants({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": _obj()}}]}}))
 
 
-def test_the_generated_crd_yields_every_listed_mutant():
-    """EQUIVALENT and REFUSED name only mutants the CRD yields (found without a cluster)."""
-    crd = yaml.safe_load(REVISIONS["seed"].crd.read_text())
-    names = set(_by_name(crd))
+def test_the_generated_crds_yield_every_listed_mutant():
+    """EQUIVALENT and REFUSED name only mutants some revision's CRD yields (found without a cluster);
+    they hold both APIs' names, which their field paths tell apart."""
+    names = set()
+    for revision in REVISIONS.values():
+        names |= set(_by_name(yaml.safe_load(revision.crd.read_text())))
     assert not set(crd_mutants.EQUIVALENT) & set(crd_mutants.REFUSED)
     assert set(crd_mutants.EQUIVALENT) <= names, set(crd_mutants.EQUIVALENT) - names
     assert set(crd_mutants.REFUSED) <= names, set(crd_mutants.REFUSED) - names
     for reason in [*crd_mutants.EQUIVALENT.values(), *crd_mutants.REFUSED.values()]:
         assert reason.strip()
+
+
+@pytest.mark.parametrize("revision", ["seed", "v1.0", "v1.6"])
+def test_applies_picks_the_entries_of_one_crd(revision):
+    crd = yaml.safe_load(REVISIONS[revision].crd.read_text())
+    names = set(_by_name(crd))
+    equivalent = crd_mutants.applies(crd_mutants.EQUIVALENT, crd)
+    refused = crd_mutants.applies(crd_mutants.REFUSED, crd)
+    assert equivalent and set(equivalent) <= names and set(refused) <= names
+    # Without the uniqueness rule (v1.0) targetPorts may lose maxItems; with it (v1.1+) the API server
+    # refuses the CRD (the rule's cost is unbounded).
+    ga = REVISIONS[revision].api.name == "v1"
+    assert ("drop maxItems at spec.targetPorts" in refused) == (revision == "v1.6")
+    assert ("drop required type at status.parents[].conditions[]" in refused) == ga
+
+
+def test_the_ga_crd_gets_mutants_of_its_own_kinds():
+    names = set(_by_name(yaml.safe_load(REVISIONS["v1.6"].crd.read_text())))
+    for name in ("drop validation rule 0 at spec.targetPorts", "drop validation rule 0 at spec.endpointPickerRef",
+                 "drop minProperties at spec.selector.matchLabels", "drop maxProperties at spec.selector.matchLabels",
+                 "drop minItems at spec.targetPorts", "drop enum at spec.appProtocol",
+                 "change default at spec.appProtocol: http -> kubernetes.io/h2c",
+                 "change default at status.parents[].parentRef.group: gateway.networking.k8s.io -> "
+                 "networking.example.com",
+                 "drop pattern at status.parents[].controllerName", "drop status subresource of v1"):
+        assert name in names, name
 
 
 def test_the_generated_crd_gets_mutants_of_every_kind():

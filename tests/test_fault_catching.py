@@ -17,6 +17,12 @@ upstream 300 s). Between runs nothing of the previous
 one is left: the suite deletes its namespaces and waits for them to go, and the
 implementation is stopped before the next starts.
 
+Every run judges both APIs at once, as on a cluster of GIE v1.0 - v1.4: the
+worker clusters have the v1alpha2 CRD (seed, or v0.5 for the faults and
+behaviours that need its placeholder parent) and the GA API's newest, and the
+reference implementation speaks both. A fault must be caught by its tests in
+each API it applies to (`apis:` in fault_catches.yaml, default both).
+
 The other way round, each benign behaviour of reference_gateway/behaviours.py
 (conformant, only unusual: writing status on every pool at once, answering 30 s
 late, other condition orders, extra condition types, rewriting often) gets a
@@ -42,18 +48,30 @@ from kubernetes import config
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.features import REFERENCE_GATEWAY_CLASS
 from conformance.kube import Kube
-from conformance.revisions import DEFAULT, GATEWAY_API_CRDS, REVISIONS
+from conformance.revisions import APIS, DEFAULT, GATEWAY_API_CRDS, REVISIONS
 from reference_gateway.behaviours import BEHAVIOURS
 from reference_gateway.faults import FAULTS
 
 from .crd_swap import install
-from .suite_run import (FAILED, SuiteRun, on_free_workers, reference_gateway_class, run_suite, show,
-                        start_reference, started_clusters, stop)
+from .suite_run import (
+    FAILED,
+    SKIPPED,
+    SuiteRun,
+    on_free_workers,
+    reference_gateway_class,
+    run_suite,
+    show,
+    start_reference,
+    started_clusters,
+    stop,
+    with_api,
+)
 
 CATCHES = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
 BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
 EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault != "benign"}
 WORKERS = 2
+GA = "v1.6"  # the GA API's revision every run judges beside the v1alpha2 one
 # The reference implementation answers in milliseconds; a fault that makes it never
 # answer should cost seconds, not the upstream five minutes per test.
 TIMEOUTS = ";".join(f"{name}:10" for name in (
@@ -117,11 +135,17 @@ class Verdict:
 
     @property
     def failed(self) -> set[str]:
-        return self.run.with_outcome(FAILED)
+        """The failed tests, each with its API (`test_x.py::test_y[v1-p]`)."""
+        return {t for t, o in self.run.outcomes.items() if o == FAILED}
 
     @property
     def expected(self) -> set[str]:
-        return set(EXPECTED[self.fault]["caught_by"]) if self.fault else set()
+        if not self.fault:
+            return set()
+        entry = EXPECTED[self.fault]
+        # A test that does not apply to an API (not-applicable there) cannot catch anything in it.
+        return {with_api(t, api) for t in entry["caught_by"] for api in entry.get("apis", APIS)} - \
+            self.run.with_outcome(SKIPPED)
 
     @property
     def caught(self) -> bool:
@@ -152,7 +176,8 @@ class Worker:
         tag = f"{job.name}-{job.revision}"
         log = self.results / f"implementation-{tag}.log"
         implementation = start_reference(self.cluster.kubeconfig, log, job.revision,
-                                         [job.fault] if job.fault else [], [job.behaviour] if job.behaviour else [])
+                                         [job.fault] if job.fault else [], [job.behaviour] if job.behaviour else [],
+                                         ["--api-revision", GA])
         results = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=self.results))
         if job.behaviour:
             # As an implementer runs it: the default timeouts. More pytest workers
@@ -189,7 +214,7 @@ BENIGN_RUN_TIMEOUT = 1800  # a benign run that fails waits out the default timeo
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
     """WORKERS clusters with the default revision's CRDs and the reference GatewayClass."""
-    with started_clusters(WORKERS, [REVISIONS[DEFAULT].crd, GATEWAY_API_CRDS]) as clusters:
+    with started_clusters(WORKERS, [REVISIONS[DEFAULT].crd, REVISIONS[GA].crd, GATEWAY_API_CRDS]) as clusters:
         workers = []
         for i, c in enumerate(clusters):
             kube = Kube(config.new_client_from_config(config_file=str(c.kubeconfig)))
@@ -247,7 +272,8 @@ def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
     started = time.monotonic()
     assert sorted(EXPECTED) == sorted(FAULTS), "tests/fault_catches.yaml must list every fault, and only those"
     for fault, entry in EXPECTED.items():
-        unknown = set(entry) - {"revision", "caught_by"}
+        unknown = set(entry) - {"revision", "caught_by", "apis"}
+        assert set(entry.get("apis", APIS)) <= set(APIS), f"{fault}: unknown API in apis"
         assert not unknown and entry.get("caught_by"), f"{fault}: needs caught_by, and nothing else but revision"
     assert sorted(BENIGN) == sorted(BEHAVIOURS), (
         "the benign: section of tests/fault_catches.yaml must list every behaviour, and only those")

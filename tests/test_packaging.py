@@ -27,7 +27,8 @@ def test_every_file_the_suite_reads_is_shipped():
     read = [r.crd for r in revisions.REVISIONS.values()]
     read += sorted(revisions.GATEWAY_API_CRDS.glob("*.yaml"))
     for sub in ("schema", "status", "rbac"):
-        read += sorted((data.MANIFESTS / sub).glob("*.yaml"))
+        read += sorted((data.MANIFESTS / sub).rglob("*.yaml"))  # schema/: one folder per API
+    assert {p.parent.name for p in (data.MANIFESTS / "schema").rglob("_base.yaml")} == set(revisions.APIS)
     read += [p for p in data.CONTROLPLANE.iterdir() if p.suffix in data.CONTROLPLANE_SUFFIXES]
     assert data.ROOT == REPO and not data.installed()  # a checkout reads its own files
     missing = [str(p.relative_to(REPO)) for p in read if p not in shipped]

@@ -29,12 +29,12 @@ pytest --gateway-class gw --report-output v1.2.0-default-gateway-report.yaml
 """
 
 
-def make_tree(root: Path, readme: str = README) -> Path:
+def make_tree(root: Path, readme: str = README, version: str = "v0.0.0-seed") -> Path:
     tests = [ProfileTest(key="t.py::test_a", name="a", tier="core", rules=("C1",))]
-    doc = report.build(implementation=META, extension_version="v0.0.0-seed", gateway_api_version="v1.3.0",
+    doc = report.build(implementation=META, extension_version=version, gateway_api_version="v1.3.0",
                        gateway_api_channel="standard", mode="default",
                        profiles=[report.count(tests, {"t.py::test_a": ("passed", "")})], date="2025-01-31T12:00:00Z")
-    folder = root / "v0.0.0-seed" / "gateway" / "acme-gw"
+    folder = root / version / "gateway" / "acme-gw"
     folder.mkdir(parents=True)
     (folder / report.file_name(doc)).write_text(report.dump(doc))
     (folder / "README.md").write_text(readme)
@@ -46,6 +46,15 @@ def test_a_good_tree_passes(tmp_path):
     (tmp_path / "out").mkdir()  # run results live here and are ignored
     (tmp_path / "README.md").write_text("rules")
     assert check_tree(tmp_path) == []
+
+
+def test_reports_of_both_apis_pass(tmp_path):
+    """A run that judged both APIs publishes one report per API, each under its GIE release."""
+    make_tree(tmp_path)
+    make_tree(tmp_path, README.replace("v0.0.0-seed", "v1.6.0"), version="v1.6.0")
+    assert check_tree(tmp_path) == []
+    (tmp_path / "v1.6.0" / "gateway" / "acme-gw" / "README.md").write_text(README)  # names the wrong release
+    assert any("v1.6.0" in p for p in check_tree(tmp_path)), check_tree(tmp_path)
 
 
 def _edit_report(folder: Path, fn) -> None:

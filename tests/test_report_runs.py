@@ -20,8 +20,8 @@ import pytest
 import yaml
 from kubernetes import config as k8s_config
 
-from conformance.results import report
 from conformance.kube import Kube
+from conformance.results import report
 
 from .suite_run import SUITE_LABEL
 from .test_html_browser import dump_dom
@@ -70,40 +70,49 @@ def whole_suite() -> list[report.ProfileTest]:
 
 
 @pytest.fixture(scope="module")
-def profile():
+def suite_tests():
     return whole_suite()
+
+
+@pytest.fixture(scope="module")
+def profile(suite_tests):
+    """The tests of one API's report: v1alpha2's (the faulty cluster has only its CRD)."""
+    return [t for t in suite_tests if t.api in ("", "v1alpha2")]
 
 
 # -- the whole suite, under pytest-xdist ---------------------------------------------------
 
 
-def test_full_run_under_xdist_matches_junit(tmp_path, profile):
-    """Each xdist worker starts its own embedded cluster; the controller has none and writes the report."""
+def test_full_run_under_xdist_matches_junit(tmp_path, suite_tests):
+    """Each xdist worker starts its own embedded cluster; the controller has none and writes one
+    report per judged API (the embedded default: v1alpha2 seed and v1 v1.6)."""
     result = run_suite("-n", "2", "-q", f"--results-dir={tmp_path}", f"--report-output={tmp_path}/r.yaml", *META,
                        timeout=1500)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    doc = load_report(tmp_path / "r.yaml")
     counts = junit_counts(tmp_path / "junit.xml")
-    [p] = doc["profiles"]
-    stats = p["core"]["statistics"]
-    not_applicable = [c for c in junit_cases(tmp_path / "junit.xml").values()
-                      if (s := c.find("skipped")) is not None
-                      and (s.get("message") or "").startswith("not-applicable:")]
     assert counts["failures"] == counts["errors"] == 0
-    assert stats == {"Passed": counts["tests"] - counts["skipped"], "Failed": 0,
-                     "Skipped": counts["skipped"] - len(not_applicable)}, (stats, counts)
-    assert stats["Passed"] + len(not_applicable) == len(profile) and stats["Skipped"] == 0
-    assert p["core"]["result"] == "success" and "skippedTests" not in p["core"]
-    # Facts of the workers' clusters came to the controller.
-    assert doc["gatewayAPIVersion"] == "v1.3.0" and doc["gatewayAPIChannel"] == "standard"
-    assert doc["GatewayAPIInferenceExtensionVersion"] == "v0.0.0-seed" and doc["mode"] == "default"
+    cases = junit_cases(tmp_path / "junit.xml")
+    for api, version in (("v1alpha2", "v0.0.0-seed"), ("v1", "v1.6.0")):
+        doc = load_report(tmp_path / f"r-{api}.yaml")
+        [p] = doc["profiles"]
+        stats = p["core"]["statistics"]
+        mine = {k: c for k, c in cases.items() if f"[{api}]" in k or f"[{api}-" in k}
+        skipped = [c for c in mine.values() if c.find("skipped") is not None]
+        not_applicable = [c for c in skipped if (c.find("skipped").get("message") or "").startswith("not-applicable:")]
+        assert stats == {"Passed": len(mine) - len(skipped), "Failed": 0,
+                         "Skipped": len(skipped) - len(not_applicable)}, (api, stats)
+        assert stats["Passed"] + len(not_applicable) == len([t for t in suite_tests if t.api == api])
+        assert p["core"]["result"] == "success" and "skippedTests" not in p["core"]
+        # Facts of the workers' clusters came to the controller.
+        assert doc["gatewayAPIVersion"] == "v1.3.0" and doc["gatewayAPIChannel"] == "standard"
+        assert doc["GatewayAPIInferenceExtensionVersion"] == version and doc["mode"] == "default"
     properties = (tmp_path / "allure-results" / "environment.properties").read_text()
     env = dict(line.split("=", 1) for line in properties.splitlines())
-    assert env["Kubernetes.version"].startswith("v1.") and env["API.revision"].startswith("seed")
+    assert env["Kubernetes.version"].startswith("v1.") and env["API.revision"].startswith("v1alpha2 seed, v1 v1.6")
     assert env["GatewayClass"] == "reference" and env["Implementation"] == "acme/gw v1.2.0"
     assert (tmp_path / "allure-results" / "categories.json").is_file()
     # Labels by API revision, area and rule, in JUnit and in Allure.
-    case = junit_cases(tmp_path / "junit.xml")["conformance.tests.test_pool_accepted::test_pool_accepted"]
+    case = cases["conformance.tests.test_pool_accepted::test_pool_accepted[v1alpha2]"]
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props == {"conformance": "core", "area": "status", "rule": "C1 C2 C3", "api_revision": "seed"}
     results = list((tmp_path / "allure-results").glob("*-result.json"))
@@ -142,7 +151,7 @@ def faulty_cluster(tmp_path_factory):
 
 def on_faulty(cluster, *args) -> list[str]:
     kubeconfig, gateway_class = cluster
-    return [f"--kubeconfig={kubeconfig}", f"--gateway-class={gateway_class}",
+    return [f"--kubeconfig={kubeconfig}", f"--gateway-class={gateway_class}", "--api-revision=seed",
             "--timeout-config-overrides=InferencePoolMustHaveCondition:8", *args]
 
 
@@ -153,7 +162,7 @@ def test_k_run_with_failures_is_reported_faithfully(tmp_path, faulty_cluster, pr
     doc = load_report(tmp_path / "v1.2.0-default-gateway-report.yaml")  # the default name, in the results dir
     core = doc["profiles"][0]["core"]
     counts = junit_counts(tmp_path / "junit.xml")
-    failed = sorted(name.rsplit("::", 1)[1].removeprefix("test_") for name, case in
+    failed = sorted(name.rsplit("::", 1)[1].removeprefix("test_").replace("[v1alpha2]", "") for name, case in
                     junit_cases(tmp_path / "junit.xml").items() if case.find("failure") is not None)
     assert counts["tests"] == 3 and counts["failures"] >= 1 and counts["errors"] == counts["skipped"] == 0, counts
     assert set(failed) <= {"externalname", "externalname_switch"}  # the fault breaks X1/X2, nothing else
@@ -237,7 +246,9 @@ def test_run_stopped_by_pytest_exit_still_leaves_a_report(tmp_path, profile):
     result = run_suite("-q", f"--kubeconfig={kubeconfig}", f"--conformance-options-file={options}",
                        f"--results-dir={tmp_path}", "conformance/tests/test_pool_accepted.py", timeout=120)
     assert result.returncode == 3, result.stdout[-3000:] + result.stderr[-2000:]
-    doc = load_report(tmp_path / "r.yaml")
+    # The cluster never answered: one report per API the run was to judge, each saying so.
+    assert (tmp_path / "r-v1.yaml").is_file()
+    doc = load_report(tmp_path / "r-v1alpha2.yaml")
     assert doc["mode"] == "experimental" and doc["implementation"]["contact"] == ["@acme/gw", "gw@example.com"]
     core = doc["profiles"][0]["core"]
     assert core["result"] == "partial"

@@ -14,8 +14,12 @@ def _crd(name: str) -> dict:
 
 
 def _status(crd: dict) -> dict:
-    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
+    [version] = [v for v in crd["spec"]["versions"] if v["name"] in ("v1alpha2", "v1")]
     return version["schema"]["openAPIV3Schema"]["properties"]["status"]
+
+
+def _entry(rev) -> dict:
+    return _status(_crd(rev.name))["properties"][rev.api.status_key]["items"]["properties"]
 
 
 @pytest.mark.parametrize("name", sorted(REVISIONS))
@@ -34,8 +38,13 @@ def test_a_crd_of_no_known_revision_is_described():
     _status(crd).pop("default")  # a v0.5 parentRef without the status default: no release has that
     assert revisions.detect(crd) is None
     assert revisions.describe(revisions.fingerprint(crd)) == (
-        "conditions default Accepted, parentRef ParentGatewayReference, no status default parent")
+        "default condition type Accepted, parent ref shape ParentGatewayReference, status default parent False")
     assert revisions.detect({"spec": {"versions": [{"name": "v1"}]}}) is None
+    ga = _crd("v1.6")
+    ga["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["targetPorts"][
+        "maxItems"] = 4  # no release has that
+    assert revisions.detect(ga) is None
+    assert "target ports max 4" in revisions.describe(revisions.fingerprint(ga))
 
 
 def test_fresh_parents_are_what_the_crd_defaults():
@@ -45,7 +54,7 @@ def test_fresh_parents_are_what_the_crd_defaults():
             assert default is None and rev.fresh_parents == [] and rev.default_parent is None
             continue
         # The CRD's default, with the parentRef's own group default filled in (as the server does).
-        expected = copy.deepcopy(default["parent"])
+        expected = copy.deepcopy(default[rev.api.status_key])
         for entry in expected:
             entry["parentRef"].setdefault("group", revisions.GATEWAY_GROUP)
         assert rev.fresh_parents == expected
@@ -55,8 +64,7 @@ def test_fresh_parents_are_what_the_crd_defaults():
 @pytest.mark.parametrize("name", sorted(REVISIONS))
 def test_default_conditions_match_the_crd(name):
     rev = REVISIONS[name]
-    entry = _status(_crd(name))["properties"]["parent"]["items"]["properties"]
-    assert entry["conditions"]["default"] == rev.default_conditions
+    assert _entry(rev)["conditions"].get("default", []) == rev.default_conditions
 
 
 @pytest.mark.parametrize("name", sorted(REVISIONS))
@@ -74,3 +82,18 @@ def test_v05_placeholder_is_not_a_gateway_entry():
     placeholder = rev.default_parent
     assert not rev.names_gateway(placeholder["parentRef"], "default", "ns")
     assert not REVISIONS["seed"].is_default_parent(placeholder)  # no placeholder in revisions without one
+
+
+@pytest.mark.parametrize("api", sorted(revisions.APIS))
+def test_a_pool_in_the_ga_shape_is_spelled_as_each_api_spells_it(api):
+    """The status topologies write pools in the GA shape; each API's spelling validates against its CRDs."""
+    a = revisions.APIS[api]
+    pool = a.spell_pool({"kind": "InferencePool", "metadata": {"name": "p"},
+                         "spec": {"selector": {"matchLabels": {"app": "m"}}, "targetPorts": [{"number": 8000}],
+                                  "endpointPickerRef": {"name": "e", "port": {"number": 9002}}}})
+    assert pool["apiVersion"] == a.api_version
+    [version] = [v for v in _crd(revisions.revisions_of(a)[0].name)["spec"]["versions"] if v["name"] == a.version]
+    spec_props = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert set(pool["spec"]) <= set(spec_props)
+    assert a.picker_field in pool["spec"]
+    assert a.target_port_patch(8001)["spec"].keys() <= set(spec_props)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import copy
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml

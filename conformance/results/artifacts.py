@@ -28,13 +28,23 @@ class Facts:
     cluster: str = "unknown"
     gateway_class: str = "unknown"
     source: str = ""  # where the cluster facts came from, for the record
+    # API name -> {"revision", "title", "extension_version"}: each API the run judged.
+    judged: dict = field(default_factory=dict)
+
+    def judge(self, judged: dict[str, tuple[str, str, str]]) -> None:
+        """Record the judged APIs: API name -> (revision, title, extension version)."""
+        self.judged = {api: {"revision": r, "title": t, "extension_version": v} for api, (r, t, v) in judged.items()}
+        self.api_revision = ", ".join(f"{api} {r}" for api, (r, _t, _v) in judged.items()) or "unknown"
+        self.api_revision_title = "; ".join(t for _r, t, _v in judged.values())
+        self.extension_version = ", ".join(v for _r, _t, v in judged.values()) or "unknown"
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
     @classmethod
     def from_dict(cls, d: dict) -> Facts:
-        return cls(**{k: str(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+        return cls(**{k: (dict(v) if k == "judged" else str(v)) for k, v in d.items()
+                      if k in cls.__dataclass_fields__})
 
 
 def environment_properties(facts: Facts, implementation: str, mode: str) -> str:

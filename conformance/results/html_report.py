@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-from .report import ProfileResult
 from .artifacts import Attachment, Facts
+from .report import ProfileResult
 
 OUTCOMES = ("failed", "skipped", "not-run", "not-supported", "not-applicable", "passed")
 

@@ -27,15 +27,39 @@ from .report import ProfileTest, key_of, short_name, tier_of
 SUITE_DIR = Path(__file__).resolve().parent.parent / "tests"
 
 
+def api_of(item: pytest.Item) -> str | None:
+    """The InferencePool API an item judges (its `api_revision` parameter), if any."""
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("api_revision")
+
+
+def of_another_api(item: pytest.Item) -> bool:
+    """Whether a parameter of the item (a schema case, say) belongs to an API other than the item's:
+    such a pairing is no test at all (the plugin drops it from the collection)."""
+    api = api_of(item)
+    return api is not None and any(isinstance(getattr(v, "api", None), str) and v.api != api
+                                   for v in item.callspec.params.values())
+
+
 def describe(item: pytest.Item) -> ProfileTest | None:
     """The profile test an item is, or None for a test outside the profile (no rule marker)."""
+    if of_another_api(item):
+        return None
     rules = tuple(dict.fromkeys(r for m in item.iter_markers("rule") for r in m.args))
     features = tuple(sorted({f for m in item.iter_markers("features") for f in m.args}))
     tier = tier_of(rules, features, CORE_FEATURES)
     if tier is None:
         return None
-    return ProfileTest(key=key_of(item.nodeid), name=short_name(item.nodeid), tier=tier,
-                       rules=rules, features=features)
+    api = str(api_of(item) or "")
+    return ProfileTest(key=key_of(item.nodeid), name=_without_api(short_name(item.nodeid), api), tier=tier,
+                       rules=rules, features=features, api=api)
+
+
+def _without_api(name: str, api: str) -> str:
+    """A report's name of a test: one report per API, so the API's id is left out of it."""
+    if not api:
+        return name
+    return name.replace(f"[{api}]", "").replace(f"[{api}-", "[")
 
 
 def _module_path(name: str) -> Path | None:
@@ -74,13 +98,13 @@ def scope(args: list[str], invocation_dir: Path, suite_dir: Path = SUITE_DIR, py
 
 
 def to_json(tests: list[ProfileTest]) -> str:
-    return json.dumps([{"key": t.key, "name": t.name, "tier": t.tier, "rules": list(t.rules),
+    return json.dumps([{"key": t.key, "name": t.name, "tier": t.tier, "rules": list(t.rules), "api": t.api,
                         "features": list(t.features)} for t in tests], indent=1)
 
 
 def from_json(text: str) -> list[ProfileTest]:
     return [ProfileTest(key=d["key"], name=d["name"], tier=d["tier"], rules=tuple(d["rules"]),
-                        features=tuple(d["features"])) for d in json.loads(text)]
+                        features=tuple(d["features"]), api=d.get("api", "")) for d in json.loads(text)]
 
 
 class _Collector:

@@ -71,6 +71,7 @@ class ProfileTest:
     tier: str  # "core" or "extended"
     rules: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
+    api: str = ""  # the InferencePool API it judges ("v1alpha2", "v1"); empty: none in particular
 
     @property
     def areas(self) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ about the cluster; xdist workers send that to the controller in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -34,11 +35,11 @@ import pytest
 import yaml
 
 from .. import revisions
+from ..features import REFERENCE_GATEWAY_CLASS
 from . import artifacts, html_report, inventory
 from . import report as cr
-from ..features import REFERENCE_GATEWAY_CLASS
-from .report import Phase, ProfileTest, key_of
 from .artifacts import Facts
+from .report import Phase, ProfileTest, key_of
 
 FACTS_KEY = "ipc_facts"  # in xdist's workeroutput
 GATEWAYS_CRD = "gateways.gateway.networking.k8s.io"
@@ -172,7 +173,9 @@ class ReportPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> None:
-        rev = self.suite.detected_revision
+        callspec = getattr(item, "callspec", None)
+        api = callspec.params.get("api_revision") if callspec is not None else None
+        rev = self.suite.detected_revisions.get(api) if api else None
         if rev is None or not item.get_closest_marker("rule"):
             return
         item.user_properties.append(("api_revision", rev.name))
@@ -194,18 +197,21 @@ class ReportPlugin:
         """Record the cluster's facts once a test has connected and the revision is known."""
         if self.facts is not None:
             return
-        kube, rev = self.suite.connected_kube, self.suite.detected_revision
-        if kube is None or rev is None:
+        kube, judged = self.suite.connected_kube, self.suite.detected_revisions
+        if kube is None or not judged:
             return
         try:
             crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", GATEWAYS_CRD)
         except Exception:  # facts are best effort; the run goes on
             crd = None
         bundle, channel = facts_from_crd(crd)
-        self.facts = Facts(kubernetes_version=self.suite.kubernetes_version or "unknown", api_revision=rev.name,
-                           api_revision_title=rev.title, extension_version=rev.extension_version,
+        self.facts = Facts(kubernetes_version=self.suite.kubernetes_version or "unknown",
                            gateway_api_version=bundle, gateway_api_channel=channel, cluster=self._cluster(),
                            gateway_class=self._gateway_class(), source="cluster")
+        # The release an upstream CRD's bundle-version annotation names is more exact than
+        # the oldest release of the revision's schema.
+        self.facts.judge({api: (rev.name, rev.title, self.suite.bundle_versions.get(api, rev.extension_version))
+                          for api, rev in judged.items()})
         if self.worker:
             self.config.workeroutput[FACTS_KEY] = self.facts.to_dict()
 
@@ -224,18 +230,16 @@ class ReportPlugin:
         if self.opts.embedded:
             from ..cluster import binary
 
-            rev = revisions.REVISIONS[self.opts.api_revision or revisions.DEFAULT]
-            facts.api_revision, facts.api_revision_title = rev.name, rev.title
-            facts.extension_version = rev.extension_version
+            facts.judge({rev.api.name: (rev.name, rev.title, rev.extension_version)
+                         for rev in self.suite.embedded_revisions()})
             facts.gateway_api_version, facts.gateway_api_channel = embedded_gateway_api()
             try:
                 facts.kubernetes_version = binary.kubernetes_version()
             except Exception:
                 pass
-        elif self.opts.api_revision:
-            rev = revisions.REVISIONS[self.opts.api_revision]
-            facts.api_revision, facts.api_revision_title = rev.name, rev.title
-            facts.extension_version = rev.extension_version
+        elif self.opts.api_revisions:
+            facts.judge({rev.api.name: (rev.name, rev.title, rev.extension_version)
+                         for rev in map(revisions.REVISIONS.get, self.opts.api_revisions)})
         return facts
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
@@ -360,17 +364,23 @@ class ReportPlugin:
         outcomes = {key: cr.outcome_of(rec.phases) for key, rec in self.records.items()}
         why_not_run, run_notes = self._not_run_notes(tests, outcomes, exitstatus)
         notes = run_notes + notes
-        profile = cr.count(tests, outcomes)
         facts = self.run_facts()
+        # One profile result (and ConformanceReport) per judged API, of that API's tests.
+        # Before any contact with the cluster, the APIs the run was to judge (their releases unknown).
+        apis = list(facts.judged) or self.suite.judged_apis or [""]
+        profiles = {api: cr.count([t for t in tests if not api or t.api in ("", api)], outcomes) for api in apis}
         opts = self.opts
         implementation = {"organization": opts.organization, "project": opts.project, "url": opts.url,
                           "version": opts.version, "contact": list(opts.contact)}
         impl_text = (f"{opts.organization}/{opts.project} {opts.version}" if opts.project
                      else f"GatewayClass {facts.gateway_class}")
         date = cr.rfc3339()
-        core = profile.core
-        self.lines.append(f"{profile.name} core: {core.result} (Passed {len(core.passed)}, Failed {len(core.failed)}, "
-                          f"Skipped {len(core.skipped)})" + (f"; {'; '.join(notes)}" if notes else ""))
+        for api, profile in profiles.items():
+            core = profile.core
+            judged = f" ({api} {facts.judged.get(api, {}).get('revision', 'unknown')})" if api else ""
+            self.lines.append(f"{profile.name}{judged} core: {core.result} (Passed {len(core.passed)}, "
+                              f"Failed {len(core.failed)}, Skipped {len(core.skipped)})"
+                              + (f"; {'; '.join(notes)}" if notes else ""))
         # Whose problem each failure is: the implementation's, or the environment's.
         per_category: dict[str, int] = defaultdict(int)
         for key, rec in self.records.items():
@@ -387,13 +397,16 @@ class ReportPlugin:
             self.lines.append("ConformanceReport: not written, the implementation's metadata is not given "
                               "(--organization, --project, --url, --implementation-version, --contact)")
         else:
-            doc = cr.build(implementation=implementation, extension_version=facts.extension_version,
+            for api, profile in profiles.items():
+                version = facts.judged.get(api, {}).get("extension_version", "unknown") if api else \
+                    facts.extension_version
+                doc = cr.build(implementation=implementation, extension_version=version,
                                gateway_api_version=facts.gateway_api_version,
                                gateway_api_channel=facts.gateway_api_channel, mode=opts.mode, profiles=[profile],
                                date=date, notes=tuple(run_notes))
-            path = self.report_path or self.results_dir / cr.file_name(doc)
-            _atomic_write(path, cr.dump(doc))
-            self.lines.append(f"ConformanceReport: {path}")
+                path = self._report_file(doc, api, several=len(profiles) > 1)
+                _atomic_write(path, cr.dump(doc))
+                self.lines.append(f"ConformanceReport{f' ({api})' if len(profiles) > 1 else ''}: {path}")
 
         # Allure's environment and categories, next to the workers' results.
         if self.allure_dir is not None:
@@ -419,14 +432,26 @@ class ReportPlugin:
             rows.append(html_report.Row(t.name, rec.nodeid, t.tier, outcome, t.rules, t.areas, rec.duration,
                                         reason, rec.text, cat.name if cat else "",
                                         attachments.get(rec.nodeid, [])))
+        shown = [dataclasses.replace(p, name=f"{p.name} ({api})") if api else p for api, p in profiles.items()]
         page = html_report.render(title="InferencePool conformance", facts=facts, implementation=impl_text,
-                                  mode=opts.mode, date=date, profiles=[profile], rows=rows, notes=notes)
+                                  mode=opts.mode, date=date, profiles=shown, rows=rows, notes=notes)
         html_path = self.results_dir / "report.html"
         _atomic_write(html_path, page)
         self.lines.append(f"HTML report: {html_path}")
         if not self.opts.results_dir:
             self._link_latest()
             prune_results(self.results_dir.parent, keep=KEEP_RUNS)
+
+    def _report_file(self, doc: dict, api: str, several: bool) -> Path:
+        """Where an API's ConformanceReport goes: --report-output (with the API's name before the
+        suffix when the run judged several APIs), else the results directory (in a folder per
+        API, named as reports/ names it, the API's GIE release, when there are several)."""
+        if self.report_path is not None:
+            path = self.report_path
+            return path.with_name(f"{path.stem}-{api}{path.suffix}") if several else path
+        if several:
+            return self.results_dir / doc[cr.EXTENSION_VERSION_KEY] / cr.file_name(doc)
+        return self.results_dir / cr.file_name(doc)
 
     def _attachments(self) -> dict:
         if self.allure_dir is None:

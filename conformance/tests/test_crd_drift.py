@@ -11,7 +11,10 @@ prunes or stores (conformance/crd_drift.py: every schema keyword but the
 documenting ones, CEL rules by their text, the subresources, served and storage)
 with the CRD of the detected (or forced) revision. Each difference is named by
 field path, e.g. `spec.targetPortNumber: maximum is 65536 where revision seed
-has 65535`, in one failure.
+has 65535`, in one failure. The test runs once per judged API: the CRD of
+that API (`Api.crd_name`) against its revision's (v1alpha2: seed, v0.2, v0.5;
+v1: v1.0, v1.0.2, v1.1, v1.4, v1.6, with their CEL rules, property counts and
+list bounds).
 
 Descriptions and what the API server adds to a stored CRD on its own
 (metadata, status, the default conversion strategy) are not compared. The
@@ -24,22 +27,22 @@ import yaml
 
 from conformance import crd_drift
 from conformance.results import evidence
-from conformance.revisions import CRD_NAME
 
 CRD_API = "apiextensions.k8s.io/v1"
 
 # The rules whose API-server side lives in the CRD: its validation (S1-S9,
-# S11, S12), the status subresource (S10) and its defaults (D1-D5).
+# S11-S17), the status subresource (S10) and its defaults (D1-D5, D8, D9).
 pytestmark = pytest.mark.rule("S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S12",
-                              "D1", "D2", "D3", "D4", "D5")
+                              "S13", "S14", "S15", "S16", "S17", "D1", "D2", "D3", "D4", "D5", "D8", "D9")
 
 
 def test_installed_crd_matches_revision(kube, api_revision):
-    installed = kube.get(CRD_API, "CustomResourceDefinition", CRD_NAME)
-    assert installed is not None, f"the InferencePool CRD {CRD_NAME} is not installed"
+    crd_name = api_revision.api.crd_name
+    installed = kube.get(CRD_API, "CustomResourceDefinition", crd_name)
+    assert installed is not None, f"the InferencePool CRD {crd_name} is not installed"
     expected = yaml.safe_load(api_revision.crd.read_text())
     found = crd_drift.differences(installed, expected, api_revision.name)
     if found:
-        evidence.attach_yaml(f"installed CRD {CRD_NAME} (spec)", installed.get("spec"))
+        evidence.attach_yaml(f"installed CRD {crd_name} (spec)", installed.get("spec"))
         evidence.attach_text("differences", "\n".join(str(d) for d in found))
     assert not found, crd_drift.report(found, api_revision.name, api_revision.title)

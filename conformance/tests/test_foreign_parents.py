@@ -16,9 +16,9 @@ def test_foreign_parents(topology):
                "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "other",
                                "observedGeneration": pool["metadata"]["generation"],
                                "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
-    pool["status"]["parent"].append(foreign)
+    pool["status"][topology.status_key].append(foreign)
     written = topology.write_pool_status(pool, [foreign])
-    stored_foreign = written["status"]["parent"][-1]
+    stored_foreign = conditions.pool_parents(written)[-1]
 
     # Make the implementation write its own entry again, then look at the other one.
     topology.delete("Service", "picker")

@@ -30,7 +30,7 @@ def test_pool_observed_generation(topology):
     topology.apply_file("pool-with-route.yaml")
     topology.wait_pool_condition("Accepted", "True", "Accepted")
     for port in (8001, 8002):
-        patched = topology.patch("InferencePool", "pool", {"spec": {"targetPortNumber": port}})
+        patched = topology.patch_pool_port(port)
         generation = patched["metadata"]["generation"]
         topology.wait_pool(_all_latest(topology),
                            f"every condition of the Gateway's entry at observedGeneration {generation} "

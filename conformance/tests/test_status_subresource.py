@@ -6,26 +6,34 @@ ignored, and metadata.generation moves on spec changes only.
 
 import pytest
 
-from conformance import schema_cases
+from conformance.conditions import pool_parents as _parents
 from conformance.kube import ApiError
 
-POOL = "inference.networking.x-k8s.io/v1alpha2"
-STATUS = {"parent": [{"parentRef": {"kind": "Gateway", "name": "gw"},
-                      "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
-                                      "lastTransitionTime": "2025-01-01T00:00:00Z"}]}]}
+# One entry, spelled so that every API's parentRef shape takes it (kind and name).
+ENTRY = {"parentRef": {"kind": "Gateway", "name": "gw"},
+         "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                         "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
 
 pytestmark = pytest.mark.rule("S10")
 
 
-def _pool(namespace: str, name: str = "pool") -> dict:
-    return schema_cases.merge_patch(schema_cases.base_pool(), {"metadata": {"name": name, "namespace": namespace}})
+@pytest.fixture
+def api(api_revision):
+    return api_revision.api
 
 
-def _parents(obj: dict) -> list:
-    return (obj.get("status") or {}).get("parent") or []
+def _pool(api, namespace: str) -> dict:
+    return api.spell_pool({"kind": "InferencePool", "metadata": {"name": "pool", "namespace": namespace},
+                           "spec": {"selector": {"matchLabels": {"app": "model-server"}},
+                                    "targetPorts": [{"number": 8000}],
+                                    "endpointPickerRef": {"name": "picker", "port": {"number": 9002}}}})
 
 
-def _write_against_latest(kube, namespace: str, write) -> tuple[dict, dict]:
+def _status(api) -> dict:
+    return {api.status_key: [ENTRY]}
+
+
+def _write_against_latest(kube, api, namespace: str, write) -> tuple[dict, dict]:
     """(the pool as read, the server's answer to `write(pool)`), against the version just read.
 
     A controller may write the pool's status at any moment; a write that loses
@@ -33,7 +41,7 @@ def _write_against_latest(kube, namespace: str, write) -> tuple[dict, dict]:
     moment of the write is exactly the one read.
     """
     for _ in range(10):
-        before = kube.get(POOL, "InferencePool", "pool", namespace)
+        before = kube.get(api.api_version, "InferencePool", "pool", namespace)
         try:
             return before, write(before)
         except ApiError as e:
@@ -42,50 +50,55 @@ def _write_against_latest(kube, namespace: str, write) -> tuple[dict, dict]:
     pytest.fail("every write conflicted with another writer of the pool 10 times in a row", pytrace=False)
 
 
-def test_status_on_create_is_ignored(kube, namespace, api_revision):
+def test_status_on_create_is_ignored(kube, namespace, api_revision, api):
     # `fresh`: what a pool nobody wrote status for reads back with (no parent, or
     # the placeholder parent of a revision with a status default).
-    fresh = api_revision.fresh_parents
-    created = kube.create({**_pool(namespace), "status": STATUS})
+    fresh, key = api_revision.fresh_parents, api.status_key
+    created = kube.create({**_pool(api, namespace), "status": _status(api)})
     assert _parents(created) == fresh, (
-        f"create did not ignore the status it was sent: status.parent is {_parents(created)}, expected {fresh}")
+        f"create did not ignore the status it was sent: status.{key} is {_parents(created)}, expected {fresh}")
     # As stored by the create: a controller's later status write is no part of it.
-    read = kube.get_as_of(POOL, "InferencePool", "pool", namespace, created["metadata"]["resourceVersion"])
-    assert _parents(read) == fresh, f"the stored pool has status.parent {_parents(read)}, expected {fresh}"
+    read = kube.get_as_of(api.api_version, "InferencePool", "pool", namespace, created["metadata"]["resourceVersion"])
+    assert _parents(read) == fresh, f"the stored pool has status.{key} {_parents(read)}, expected {fresh}"
 
 
-def test_status_on_update_is_ignored(kube, namespace):
-    kube.create(_pool(namespace))
-    before, updated = _write_against_latest(kube, namespace, lambda pool: kube.replace({**pool, "status": STATUS}))
+def test_status_on_update_is_ignored(kube, namespace, api):
+    kube.create(_pool(api, namespace))
+    key = api.status_key
+    before, updated = _write_against_latest(kube, api, namespace,
+                                            lambda pool: kube.replace({**pool, "status": _status(api)}))
     assert _parents(updated) == _parents(before), (
-        f"an update of the main resource changed status.parent from {_parents(before)} to {_parents(updated)}")
-    before, patched = _write_against_latest(kube, namespace, lambda pool: kube.patch(
-        POOL, "InferencePool", "pool",
-        {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": STATUS},
+        f"an update of the main resource changed status.{key} from {_parents(before)} to {_parents(updated)}")
+    before, patched = _write_against_latest(kube, api, namespace, lambda pool: kube.patch(
+        api.api_version, "InferencePool", "pool",
+        {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": _status(api)},
         namespace=namespace))
     assert _parents(patched) == _parents(before), (
-        f"a patch of the main resource changed status.parent from {_parents(before)} to {_parents(patched)}")
+        f"a patch of the main resource changed status.{key} from {_parents(before)} to {_parents(patched)}")
 
 
-def test_spec_on_status_is_ignored(kube, namespace):
-    kube.create(_pool(namespace))
-    after = kube.patch(POOL, "InferencePool", "pool", {"spec": {"targetPortNumber": 9999}, "status": STATUS},
+def test_spec_on_status_is_ignored(kube, namespace, api):
+    created = kube.create(_pool(api, namespace))
+    after = kube.patch(api.api_version, "InferencePool", "pool",
+                       {**api.target_port_patch(9999), "status": _status(api)},
                        namespace=namespace, subresource="status")
-    assert after["spec"]["targetPortNumber"] == 8000, "a write to /status changed spec.targetPortNumber"
-    assert after["status"]["parent"][0]["parentRef"]["name"] == "gw", "a write to /status did not change status"
-    read = kube.get(POOL, "InferencePool", "pool", namespace)
-    assert read["spec"]["targetPortNumber"] == 8000, "the stored spec changed through /status"
+    assert after["spec"] == created["spec"], (
+        f"a write to /status changed spec from {created['spec']} to {after['spec']}")
+    assert _parents(after)[0]["parentRef"]["name"] == "gw", "a write to /status did not change status"
+    read = kube.get(api.api_version, "InferencePool", "pool", namespace)
+    assert read["spec"] == created["spec"], f"the stored spec changed through /status to {read['spec']}"
 
 
-def test_generation_moves_on_spec_changes_only(kube, namespace):
-    g0 = kube.create(_pool(namespace))["metadata"]["generation"]
-    after_status = kube.patch(POOL, "InferencePool", "pool", {"status": STATUS}, namespace=namespace,
+def test_generation_moves_on_spec_changes_only(kube, namespace, api):
+    g0 = kube.create(_pool(api, namespace))["metadata"]["generation"]
+    pools = api.api_version
+    after_status = kube.patch(pools, "InferencePool", "pool", {"status": _status(api)}, namespace=namespace,
                               subresource="status")
     assert after_status["metadata"]["generation"] == g0, "a status write moved metadata.generation"
-    after_label = kube.patch(POOL, "InferencePool", "pool", {"metadata": {"labels": {"tier": "gpu"}}},
+    after_label = kube.patch(pools, "InferencePool", "pool", {"metadata": {"labels": {"tier": "gpu"}}},
                              namespace=namespace)
     assert after_label["metadata"]["generation"] == g0, "a metadata-only change moved metadata.generation"
-    after_spec = kube.patch(POOL, "InferencePool", "pool", {"spec": {"targetPortNumber": 8001}}, namespace=namespace)
+    after_spec = kube.patch(pools, "InferencePool", "pool", api.target_port_patch(8001), namespace=namespace)
     assert after_spec["metadata"]["generation"] == g0 + 1, (
         f"a spec change moved metadata.generation from {g0} to {after_spec['metadata']['generation']}, "
         f"expected {g0 + 1}")

@@ -6,12 +6,23 @@ import pytest
 
 from reference_gateway import behaviours, faults
 
-from .objects import Objects
+from .objects import TESTED, Objects
+
+
+@pytest.fixture(params=TESTED)
+def objs(request) -> Objects:
+    """Objects of each tested API revision in turn: the generic tests run under every one."""
+    return Objects(request.param)
 
 
 @pytest.fixture
-def objs() -> Objects:
-    return Objects()
+def seed() -> Objects:
+    return Objects("seed")
+
+
+@pytest.fixture
+def v05() -> Objects:
+    return Objects("v0.5")
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Every benign behaviour changes the form of what is written, never its meaning."""
+"""Every benign behaviour changes the form of what is written, never its meaning, under both APIs."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ import pytest
 
 from reference_gateway import behaviours, status
 from reference_gateway.controller import WorkQueue
-from reference_gateway.revisions import REVISIONS
 
-from .objects import LATER, NOW, NS, controller_for
+from .objects import LATER, NOW, NS, PLACEHOLDER, Objects, controller_for
 
-SEED, V05 = REVISIONS["seed"], REVISIONS["v0.5"]
-POOL = ("InferencePool", NS, "pool")
 ROUTE = ("HTTPRoute", NS, "route")
 META = ("type", "status", "reason", "observedGeneration", "lastTransitionTime")
 
@@ -32,10 +29,13 @@ def meaning(conditions):
                   if c["type"] in ("Accepted", "ResolvedRefs"))
 
 
-def pool_conditions(objs, pool=None, world=None, now=NOW):
-    if pool is None:
-        pool, world = objs.basic()
-    return objs.entry_for(status.pool_status(pool, world, SEED, [], now).status, "gw")["conditions"]
+def pool_status(objs, pool, world, remembered=(), now=NOW):
+    return status.pool_status(pool, world, objs.rev, list(remembered), now)
+
+
+def pool_conditions(objs, now=NOW):
+    pool, world = objs.basic()
+    return objs.entry_for(pool_status(objs, pool, world, now=now).status, "gw")["conditions"]
 
 
 def route_conditions(objs, now=NOW):
@@ -50,6 +50,7 @@ def test_every_behaviour_is_described_and_known():
         behaviours.activate(["no-such-behaviour"])
     with pytest.raises(KeyError):
         behaviours.on("no-such-behaviour")
+    assert "changes nothing" in behaviours.BEHAVIOURS["no-placeholder-restore"]
 
 
 @pytest.mark.parametrize("name", sorted(behaviours.BEHAVIOURS))
@@ -79,64 +80,82 @@ def test_extra_conditions(objs):
 def test_frequent_rewrites_change_only_the_messages(objs):
     behaviours.activate(["frequent-rewrites"])
     pool, world = objs.basic()
-    first = status.pool_status(pool, world, SEED, [], NOW)
-    same_round = status.pool_status(with_status(pool, first), world, SEED, first.owned, LATER).status
+    first = pool_status(objs, pool, world)
+    same_round = pool_status(objs, with_status(pool, first), world, first.owned, LATER).status
     assert same_round == first.status  # nothing to write between two rounds
     behaviours.next_rewrite_round()
-    again = status.pool_status(with_status(pool, first), world, SEED, first.owned, LATER).status
-    before, after = first.status["parent"][0]["conditions"], again["parent"][0]["conditions"]
+    again = pool_status(objs, with_status(pool, first), world, first.owned, LATER).status
+    before, after = objs.parents(first.status)[0]["conditions"], objs.parents(again)[0]["conditions"]
     assert [{k: c[k] for k in META} for c in before] == [{k: c[k] for k in META} for c in after]
-    assert all("(rewrite 0)" in b["message"] and "(rewrite 1)" in a["message"] for b, a in zip(before, after))
+    assert all("(rewrite 0)" in b["message"] and "(rewrite 1)" in a["message"]
+               for b, a in zip(before, after, strict=True))
 
 
 def test_frequent_rewrites_reach_only_managed_objects(objs):
     theirs = objs.pool("theirs")  # no route: not managed
-    ctl, _ = controller_for(objs, [objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(),
-                                   objs.service(), theirs])
+    ctl, _ = controller_for(objs, [*objs.basic_objects(), theirs])
     behaviours.activate(["frequent-rewrites"])
-    ctl.reconcile(POOL)
+    ctl.reconcile(objs.pool_item())
     ctl.reconcile(ROUTE)
-    ctl.reconcile(("InferencePool", NS, "theirs"))
+    ctl.reconcile(objs.pool_item("theirs"))
+    pool_kind = objs.pool_item()[0]
     with ctl.cache.lock:
-        managed = {pk for pk, p in ctl.cache.pools.items()
-                   if status.pool_has_entry_of(p, ctl.cache, SEED, ctl._owned.get(pk, []))}
+        managed = {pk for pk, p in objs.pools(ctl.cache).items()
+                   if status.pool_has_entry_of(p, ctl.cache, objs.rev, ctl._owned.get((pool_kind, *pk), []))}
         routes = {rk for rk, r in ctl.cache.routes.items() if status.route_has_entry_of(r, ctl.cache)}
     assert managed == {(NS, "pool")} and routes == {(NS, "route")}
 
 
 def test_eager_writer_writes_every_pool_at_once(objs):
-    lone = objs.pool("lone", ns="elsewhere")  # no Gateway, no route in its namespace
+    lone = objs.pool("lone", ns="elsewhere", status=objs.fresh or None)  # no Gateway, no route in its namespace
+    item = objs.pool_item("lone", "elsewhere")
     ctl, kube = controller_for(objs, [lone])
-    ctl.reconcile(("InferencePool", "elsewhere", "lone"))
+    ctl.reconcile(item)
     assert kube.puts == []
     behaviours.activate(["eager-writer"])
-    ctl.reconcile(("InferencePool", "elsewhere", "lone"))
-    assert [p["status"] for p in kube.puts] == [{"parent": []}]
-    ctl.reconcile(("InferencePool", "elsewhere", "lone"))  # written: nothing more to do
+    ctl.reconcile(item)
+    # An empty list of parent entries, under the API's name for it (v0.5: the placeholder removed).
+    assert [p["status"] for p in kube.puts] == [{objs.f.status_key: []}]
+    ctl.reconcile(item)  # written: nothing more to do
     assert len(kube.puts) == 1
 
 
 def test_eager_writer_keeps_foreign_entries_and_the_placeholder_it_put_back(objs):
-    theirs = {"parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "x"}, "conditions": []}
-    assert status.eager_pool_status({"parent": [theirs]}, V05, managed=False) == {"parent": [theirs]}
-    fresh = {"parent": [V05.placeholder()]}
-    assert status.eager_pool_status(fresh, V05, managed=False) == {"parent": []}
-    assert status.eager_pool_status(fresh, V05, managed=True) == fresh
-    assert status.eager_pool_status({}, SEED, managed=False) == {"parent": []}
+    key = objs.f.status_key
+    theirs = objs.foreign_entry("x")
+    assert status.eager_pool_status({key: [theirs]}, objs.rev, managed=False) == {key: [theirs]}
+    assert status.eager_pool_status({}, objs.rev, managed=False) == {key: []}
+    if objs.f.placeholder:
+        fresh = {key: [PLACEHOLDER]}
+        assert status.eager_pool_status(fresh, objs.rev, managed=False) == {key: []}
+        assert status.eager_pool_status(fresh, objs.rev, managed=True) == fresh
 
 
-def test_eager_writer_under_v05_removes_then_restores_the_placeholder(objs):
+def test_eager_writer_removes_then_restores_the_placeholder_under_v05(v05):
     behaviours.activate(["eager-writer"])
-    pool, world = objs.basic()
-    pool["status"] = {"parent": [V05.placeholder()]}
-    ctl, kube = controller_for(objs, [objs.gateway_class(), objs.gateway(), objs.route(), pool, objs.service()])
-    ctl.revision = V05
-    ctl.reconcile(POOL)
-    assert [e["parentRef"]["kind"] for e in kube.objects[POOL]["status"]["parent"]] == ["Gateway"]
+    pool = v05.pool(status=v05.fresh)
+    item = v05.pool_item()
+    ctl, kube = controller_for(v05, [v05.gateway_class(), v05.gateway(), v05.route(), pool, v05.service()])
+    ctl.reconcile(item)
+    assert [e["parentRef"]["kind"] for e in kube.objects[item]["status"]["parent"]] == ["Gateway"]
+    ctl.cache.apply("HTTPRoute", "DELETED", v05.route())
+    ctl.reconcile(item)
+    ctl.reconcile(item)  # and it stays: the pool was managed
+    assert kube.objects[item]["status"]["parent"] == [PLACEHOLDER]
+
+
+@pytest.mark.parametrize("name", ["seed", "v1.0", "v1.6"])
+def test_eager_writer_leaves_an_empty_list_where_there_is_no_placeholder(name):
+    objs = Objects(name)
+    behaviours.activate(["eager-writer"])
+    item = objs.pool_item()
+    ctl, kube = controller_for(objs, objs.basic_objects())
+    ctl.reconcile(item)
     ctl.cache.apply("HTTPRoute", "DELETED", objs.route())
-    ctl.reconcile(POOL)
-    ctl.reconcile(POOL)  # and it stays: the pool was managed
-    assert kube.objects[POOL]["status"]["parent"] == [V05.placeholder()]
+    ctl.reconcile(item)
+    ctl.reconcile(item)
+    assert kube.objects[item]["status"] == {objs.f.status_key: []}
+    assert len(kube.puts) == 2
 
 
 def test_slow_queue_hands_out_each_item_its_delay_after_its_event():
@@ -160,7 +179,7 @@ def test_slow_queue_hands_out_each_item_its_delay_after_its_event():
 
 def test_slow_queue_wakes_for_an_earlier_item():
     q = WorkQueue(delay=5)
-    q.add([POOL])
+    q.add([("InferencePool", NS, "pool")])
     result = []
     t = threading.Thread(target=lambda: result.append(q.get()))
     t.start()
@@ -181,15 +200,16 @@ def test_status_helpers_do_not_mutate(objs):
     behaviours.activate(list(behaviours.BEHAVIOURS))
     pool, world = objs.basic()
     before = copy.deepcopy(pool)
-    status.eager_pool_status(status.pool_status(pool, world, SEED, [], NOW).status, SEED, managed=False)
+    status.eager_pool_status(pool_status(objs, pool, world).status, objs.rev, managed=False)
     assert pool == before
 
 
-def test_no_placeholder_restore_leaves_the_list_empty(objs):
+def test_no_placeholder_restore(objs):
+    """v0.5: the list is left empty instead of holding the placeholder again; elsewhere it changes nothing."""
     pool, world = objs.basic()
-    first = status.pool_status(pool, world, V05, [], NOW)
+    first = pool_status(objs, pool, world)
     del world.routes[(NS, "route")]
-    released = status.pool_status(with_status(pool, first), world, V05, first.owned, NOW).status
-    assert released["parent"] == [V05.placeholder()]
+    released = pool_status(objs, with_status(pool, first), world, first.owned).status
+    assert objs.parents(released) == objs.released
     behaviours.activate(["no-placeholder-restore"])
-    assert status.pool_status(with_status(pool, first), world, V05, first.owned, NOW).status["parent"] == []
+    assert pool_status(objs, with_status(pool, first), world, first.owned).status == {objs.f.status_key: []}

@@ -1,4 +1,9 @@
-"""Every fault switch changes the behaviour, in the one way its description says."""
+"""Every fault switch changes the behaviour, in the one way its description says, under both APIs.
+
+Each check observes one thing for the revision of its `objs` (every revision
+of objects.TESTED); CASES says what it sees without the fault and with it.
+A fault meaningful only where the CRD has a placeholder changes nothing elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,28 @@ import copy
 import pytest
 
 from reference_gateway import faults, status
-from reference_gateway.cache import Cache
-from reference_gateway.revisions import REVISIONS
 
 from .objects import LATER, NOW, NS, controller_for
 
 ROUTE = ("HTTPRoute", NS, "route")
 
-SEED = REVISIONS["seed"]
+
+def pool_status(objs, pool, world, remembered=(), now=NOW):
+    return status.pool_status(pool, world, objs.rev, list(remembered), now)
 
 
 def pool_entry(objs, pool, world, remembered=(), now=NOW):
-    return objs.entry_for(status.pool_status(pool, world, SEED, list(remembered), now).status, "gw")
+    return objs.entry_for(pool_status(objs, pool, world, remembered, now).status, "gw")
 
 
 def resolved(objs, pool, world):
     return objs.cond(pool_entry(objs, pool, world), "ResolvedRefs")["status"]
+
+
+def with_status(pool, result):
+    out = copy.deepcopy(pool)
+    out["status"] = copy.deepcopy(result.status)
+    return out
 
 
 def check_accept_externalname(objs):
@@ -39,7 +50,7 @@ def check_resolvedrefs_always_true(objs):
 
 def check_ignore_extension_kind(objs):
     pool, world = objs.basic()
-    pool["spec"]["extensionRef"]["kind"] = "Deployment"
+    objs.picker(pool)["kind"] = "Deployment"
     return resolved(objs, pool, world)
 
 
@@ -55,41 +66,33 @@ def check_drop_resolvedrefs(objs):
 
 def check_parentref(objs):
     pool, world = objs.basic()
-    [entry] = status.pool_status(pool, world, SEED, [], NOW).status["parent"]
+    [entry] = objs.parents(pool_status(objs, pool, world).status)
     return entry["parentRef"]
 
 
-def with_status(pool, result):
-    out = copy.deepcopy(pool)
-    out["status"] = copy.deepcopy(result.status)
-    return out
-
-
 def check_clobber_foreign_parents(objs):
-    theirs = {"parentRef": {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "x",
-                            "namespace": NS}, "conditions": []}
     pool, world = objs.basic()
-    pool["status"] = {"parent": [theirs]}
-    return [e["parentRef"]["name"] for e in status.pool_status(pool, world, SEED, [], NOW).status["parent"]]
+    pool["status"] = {objs.f.status_key: [objs.foreign_entry("x")]}
+    return [e["parentRef"]["name"] for e in objs.parents(pool_status(objs, pool, world).status)]
 
 
 def check_never_remove_parent(objs):
     pool, world = objs.basic()
-    first = status.pool_status(pool, world, SEED, [], NOW)
+    first = pool_status(objs, pool, world)
     del world.routes[(NS, "route")]
-    st = status.pool_status(with_status(pool, first), world, SEED, first.owned, NOW).status
-    return [e["parentRef"]["name"] for e in st["parent"]]
+    st = pool_status(objs, with_status(pool, first), world, first.owned).status
+    return [e["parentRef"]["name"] for e in objs.parents(st)]
 
 
 def check_claim_other_classes(objs):
     pool, world = objs.basic(objs.gateway_class("theirs", "example.com/other"))
     world.gateways[(NS, "gw")]["spec"]["gatewayClassName"] = "theirs"
-    return [e["parentRef"]["name"] for e in status.pool_status(pool, world, SEED, [], NOW).status.get("parent", [])]
+    return [e["parentRef"]["name"] for e in objs.parents(pool_status(objs, pool, world).status)]
 
 
 def check_stale_observed_generation(objs):
     pool, world = objs.basic()
-    first = status.pool_status(pool, world, SEED, [], NOW)
+    first = pool_status(objs, pool, world)
     bumped = with_status(pool, first)
     bumped["metadata"]["generation"] = 2
     return {c["observedGeneration"] for c in pool_entry(objs, bumped, world, first.owned)["conditions"]}
@@ -97,50 +100,35 @@ def check_stale_observed_generation(objs):
 
 def check_bump_transition_time(objs):
     pool, world = objs.basic()
-    first = status.pool_status(pool, world, SEED, [], NOW)
+    first = pool_status(objs, pool, world)
     return {c["lastTransitionTime"] for c in pool_entry(objs, with_status(pool, first), world, first.owned,
                                                          LATER)["conditions"]}
 
 
 def check_route_status_missing(objs):
-    ctl, kube = controller_for(objs, [objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(),
-                                      objs.service()])
+    ctl, kube = controller_for(objs, objs.basic_objects())
     ctl.reconcile(ROUTE)
     return len(kube.puts)
 
 
 def check_no_invalid_ref_on_delete(objs):
-    cache = Cache(objs.controller)
-    for o in [objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(), objs.service()]:
-        cache.apply(o["kind"], "ADDED", o)
+    cache = objs.loaded(*objs.basic_objects())
     items = cache.apply("Service", "DELETED", objs.service())
-    return bool(items), resolved(objs, cache.pools[(NS, "pool")], cache)
-
-
-V05 = REVISIONS["v0.5"]
+    return bool(items), resolved(objs, objs.pools(cache)[(NS, "pool")], cache)
 
 
 def check_keep_default_parent(objs):
+    """A fresh pool (with the CRD's placeholder where there is one) gets its first entry."""
     pool, world = objs.basic()
-    pool["status"] = {"parent": [V05.placeholder()]}
-    return [e["parentRef"]["kind"] for e in status.pool_status(pool, world, V05, [], NOW).status["parent"]]
-
-
-def loaded_cache(objs, *objects):
-    cache = Cache(objs.controller)
-    for o in objects:
-        cache.apply(o["kind"], "ADDED", o)
-    return cache
-
-
-POOL_ITEM = ("InferencePool", NS, "pool")
+    pool["status"] = objs.fresh
+    return [e["parentRef"]["kind"] for e in objs.parents(pool_status(objs, pool, world).status)]
 
 
 def check_resolvedrefs_ignores_service_changes(objs):
-    cache = loaded_cache(objs, objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(), objs.service())
+    cache = objs.loaded(*objs.basic_objects())
     deleted = objs.service()
     deleted["metadata"]["resourceVersion"] = "5"  # after the pool's last change
-    return POOL_ITEM in cache.apply("Service", "DELETED", deleted)
+    return objs.pool_item() in cache.apply("Service", "DELETED", deleted)
 
 
 def test_service_event_older_than_the_pool_still_counts_with_the_fault(objs):
@@ -149,59 +137,60 @@ def test_service_event_older_than_the_pool_still_counts_with_the_fault(objs):
     faults.activate(["resolvedrefs-ignores-service-changes"])
     pool = objs.pool()
     pool["metadata"]["resourceVersion"] = "7"
-    cache = loaded_cache(objs, objs.gateway_class(), objs.gateway(), objs.route(), pool)
+    cache = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), pool)
     svc = objs.service()
     svc["metadata"]["resourceVersion"] = "6"
-    assert POOL_ITEM in cache.apply("Service", "ADDED", svc)
+    assert objs.pool_item() in cache.apply("Service", "ADDED", svc)
 
 
 def check_extension_group_ignored(objs):
     pool, world = objs.basic()
-    pool["spec"]["extensionRef"]["group"] = "inference.example.com"
+    objs.picker(pool)["group"] = "inference.example.com"
     return resolved(objs, pool, world)
 
 
 def check_externalname_only_on_switch(objs):
-    cache = loaded_cache(objs, objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(), objs.service())
+    cache = objs.loaded(*objs.basic_objects())
     switched = objs.service(type_="ExternalName")
     switched["metadata"]["resourceVersion"] = "2"
     items = cache.apply("Service", "MODIFIED", switched)
-    created_as = loaded_cache(objs, objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(),
-                              objs.service(type_="ExternalName"))
-    return (POOL_ITEM in items, resolved(objs, cache.pools[(NS, "pool")], cache),
-            resolved(objs, created_as.pools[(NS, "pool")], created_as))
+    created_as = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(),
+                             objs.service(type_="ExternalName"))
+    return (objs.pool_item() in items, resolved(objs, objs.pools(cache)[(NS, "pool")], cache),
+            resolved(objs, objs.pools(created_as)[(NS, "pool")], created_as))
 
 
 def check_drop_first_pool_event(objs):
     # The route comes first, then the pool: nothing after the pool's creation names it.
-    cache = loaded_cache(objs, objs.gateway_class(), objs.gateway(), objs.route(), objs.service())
+    cache = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), objs.service())
     pool = objs.pool()
     pool["metadata"]["resourceVersion"] = "2"
-    created = cache.apply("InferencePool", "ADDED", pool)
-    known_after_creation = (NS, "pool") in cache.pools
+    created = cache.apply(cache.resource_id(pool), "ADDED", pool)
+    known_after_creation = (NS, "pool") in objs.pools(cache)
     # A second route naming the pool, created after it, makes it known.
     later = objs.route("route-2")
     later["metadata"]["resourceVersion"] = "3"
     named = cache.apply("HTTPRoute", "ADDED", later)
-    return POOL_ITEM in created, known_after_creation, POOL_ITEM in named, (NS, "pool") in cache.pools
+    return (objs.pool_item() in created, known_after_creation, objs.pool_item() in named,
+            (NS, "pool") in objs.pools(cache))
 
 
 def test_drop_first_pool_event_goes_by_resource_version_not_arrival(objs):
     """A route created after the pool but seen before it (another watch) still makes the pool known."""
     faults.activate(["drop-first-pool-event"])
-    cache = loaded_cache(objs, objs.gateway_class(), objs.gateway(), objs.route(), objs.service())
+    cache = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), objs.service())
     later = objs.route("route-2")
     later["metadata"]["resourceVersion"] = "3"
     cache.apply("HTTPRoute", "ADDED", later)
     pool = objs.pool()
     pool["metadata"]["resourceVersion"] = "2"
-    assert POOL_ITEM in cache.apply("InferencePool", "ADDED", pool)
-    assert (NS, "pool") in cache.pools
+    assert objs.pool_item() in cache.apply(cache.resource_id(pool), "ADDED", pool)
+    assert (NS, "pool") in objs.pools(cache)
 
 
 def check_rebuild_conditions(objs):
     pool, world = objs.basic()
-    first = status.pool_status(pool, world, SEED, [], NOW)
+    first = pool_status(objs, pool, world)
     unchanged = pool_entry(objs, with_status(pool, first), world, first.owned, LATER)
     del world.services[(NS, "epp")]
     flipped = pool_entry(objs, with_status(pool, first), world, first.owned, LATER)
@@ -210,45 +199,57 @@ def check_rebuild_conditions(objs):
 
 
 def check_replace_parent_list(objs):
-    theirs = {"parentRef": {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "x",
-                            "namespace": NS}, "conditions": []}
-    ctl, kube = controller_for(objs, [objs.gateway_class(), objs.gateway(), objs.route(), objs.pool(),
-                                      objs.service()])
-    ctl.reconcile(POOL_ITEM)
+    ctl, kube = controller_for(objs, objs.basic_objects())
+    item = objs.pool_item()
+    ctl.reconcile(item)
     # Another controller adds its entry; the implementation sees it (and has nothing to change).
-    on_server = copy.deepcopy(kube.objects[POOL_ITEM])
-    on_server["status"]["parent"].append(theirs)
+    on_server = copy.deepcopy(kube.objects[item])
+    objs.parents(on_server["status"]).append(objs.foreign_entry("x"))
     on_server["metadata"]["resourceVersion"] = str(int(on_server["metadata"]["resourceVersion"]) + 1)
-    kube.objects[POOL_ITEM] = copy.deepcopy(on_server)
-    ctl.cache.apply("InferencePool", "MODIFIED", on_server)
-    ctl.reconcile(POOL_ITEM)
+    kube.objects[item] = copy.deepcopy(on_server)
+    ctl.cache.apply(item[0], "MODIFIED", on_server)
+    ctl.reconcile(item)
     # Then something it does react to: its own entry changes, and it writes.
     ctl.cache.apply("Service", "DELETED", objs.service())
-    ctl.reconcile(POOL_ITEM)
-    return [e["parentRef"]["name"] for e in kube.objects[POOL_ITEM]["status"]["parent"]]
+    ctl.reconcile(item)
+    return [e["parentRef"]["name"] for e in objs.parents(kube.objects[item]["status"])]
 
 
-GW_REF = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "gw", "namespace": NS}
+def _placeholder_only(clean, broken):
+    """A fault that changes something only where the CRD has a placeholder."""
+    return lambda objs: broken if objs.f.placeholder else clean
 
-# fault -> (what it observes, value without the fault, value with it)
+
+def _wrong_group(objs):
+    if objs.f.ref_style == "object":
+        return objs.gw_ref(apiVersion="networking.istio.io/v1")
+    return objs.gw_ref(group="networking.istio.io")
+
+
+# fault -> (what it observes, value without the fault, value with it); a value may be a
+# function of `objs` (it differs between revisions).
 CASES = {
     "accept-externalname": (check_accept_externalname, "False", "True"),
     "resolvedrefs-always-true": (check_resolvedrefs_always_true, "False", "True"),
     "ignore-extension-kind": (check_ignore_extension_kind, "False", "True"),
     "wrong-reason": (check_wrong_reason, ["Accepted", "ResolvedRefs"], ["Ready", "Resolved"]),
     "drop-resolvedrefs": (check_drop_resolvedrefs, ["Accepted", "ResolvedRefs"], ["Accepted"]),
-    "parentref-names-route": (check_parentref, GW_REF, {**GW_REF, "kind": "HTTPRoute", "name": "route"}),
-    "parentref-wrong-namespace": (check_parentref, GW_REF, {**GW_REF, "namespace": "default"}),
+    "parentref-names-route": (check_parentref, lambda o: o.gw_ref(),
+                              lambda o: o.gw_ref(kind="HTTPRoute", name="route")),
+    "parentref-wrong-namespace": (check_parentref, lambda o: o.gw_ref(), lambda o: o.gw_ref(namespace="default")),
     "clobber-foreign-parents": (check_clobber_foreign_parents, ["x", "gw"], ["gw"]),
-    "never-remove-parent": (check_never_remove_parent, [], ["gw"]),
+    # (v0.5: the placeholder comes back instead)
+    "never-remove-parent": (check_never_remove_parent, lambda o: [e["parentRef"]["name"] for e in o.released],
+                            ["gw"]),
     "claim-other-classes": (check_claim_other_classes, [], ["gw"]),
     "stale-observed-generation": (check_stale_observed_generation, {2}, {1}),
     "bump-transition-time": (check_bump_transition_time, {NOW}, {LATER}),
     "route-status-missing": (check_route_status_missing, 1, 0),
     "no-invalid-ref-on-delete": (check_no_invalid_ref_on_delete, (True, "False"), (False, "True")),
-    "keep-default-parent": (check_keep_default_parent, ["Gateway"], ["Status", "Gateway"]),
-    "parentref-wrong-group": (check_parentref, GW_REF, {**GW_REF, "apiVersion": "networking.istio.io/v1"}),
-    "parentref-wrong-kind": (check_parentref, GW_REF, {**GW_REF, "kind": "ListenerSet"}),
+    "keep-default-parent": (check_keep_default_parent, ["Gateway"], _placeholder_only(["Gateway"],
+                                                                                      ["Status", "Gateway"])),
+    "parentref-wrong-group": (check_parentref, lambda o: o.gw_ref(), _wrong_group),
+    "parentref-wrong-kind": (check_parentref, lambda o: o.gw_ref(), lambda o: o.gw_ref(kind="ListenerSet")),
     "resolvedrefs-ignores-service-changes": (check_resolvedrefs_ignores_service_changes, True, False),
     "extension-group-ignored": (check_extension_group_ignored, "False", "True"),
     # (the switch reconciles the pool, ResolvedRefs after the switch, ResolvedRefs when created as ExternalName)
@@ -260,6 +261,11 @@ CASES = {
     "rebuild-conditions": (check_rebuild_conditions, ({NOW}, NOW), ({NOW}, LATER)),
     "replace-parent-list": (check_replace_parent_list, ["gw", "x"], ["gw"]),
 }
+PLACEHOLDER_ONLY = {"keep-default-parent"}
+
+
+def _value(v, objs):
+    return v(objs) if callable(v) else v
 
 
 def test_every_fault_is_checked():
@@ -270,9 +276,16 @@ def test_every_fault_is_checked():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fault_changes_exactly_what_it_says(objs, name):
     check, clean, broken = CASES[name]
-    assert check(objs) == clean
+    assert check(objs) == _value(clean, objs)
     faults.activate([name])
-    assert check(objs) == broken
+    assert check(objs) == _value(broken, objs)
+    if name not in PLACEHOLDER_ONLY:
+        assert _value(broken, objs) != _value(clean, objs)
+
+
+@pytest.mark.parametrize("name", sorted(PLACEHOLDER_ONLY))
+def test_placeholder_faults_say_where_they_do_nothing(name):
+    assert "changes nothing" in faults.FAULTS[name]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -280,8 +293,7 @@ def test_fault_leaves_the_basic_case_recognisable(objs, name):
     """With any single fault the controller still runs and writes something sensible-looking."""
     faults.activate([name])
     pool, world = objs.basic()
-    st = status.pool_status(pool, world, SEED, [], NOW).status
-    assert len(st["parent"]) == 1
+    assert len(objs.parents(pool_status(objs, pool, world).status)) == 1
 
 
 def test_unknown_fault_is_refused():

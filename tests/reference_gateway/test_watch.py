@@ -1,4 +1,5 @@
-"""List-then-watch: resume from the last resourceVersion, re-list on 410, back off on errors."""
+"""List-then-watch: resume from the last resourceVersion, re-list on 410, back off on errors,
+count a resource that is not served at first as empty."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import threading
 import urllib3
 
 from reference_gateway import watch
-from reference_gateway.cache import Cache
-from reference_gateway.watch import Watcher
+from reference_gateway.kube import ApiError
+from reference_gateway.model import FIXED_RESOURCES
+from reference_gateway.watch import Watcher, wait_synced
 
-from .objects import NS
+from .objects import NS, Objects
 
 
 class ScriptedKube:
@@ -20,11 +22,16 @@ class ScriptedKube:
         self.stop, self.lists, self.watches = stop, lists, watches
         self.calls: list[tuple] = []
 
-    def list(self, api_version, kind, namespace=None):
+    def list(self, resource):
         self.calls.append(("list",))
-        return self.lists.pop(0)
+        step = self.lists.pop(0)
+        if isinstance(step, Exception):
+            if not self.lists:
+                self.stop.set()
+            raise step
+        return step
 
-    def watch(self, api_version, kind, namespace, *, resource_version, timeout_seconds):
+    def watch(self, resource, *, resource_version, timeout_seconds):
         self.calls.append(("watch", resource_version))
         if not self.watches:
             self.stop.set()
@@ -52,12 +59,75 @@ def test_watch_resumes_relists_and_retries(objs, monkeypatch):
         [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}],
         [{"type": "DELETED", "object": svc("b", "31")}],
     ])
-    cache = Cache(objs.controller)
+    cache = objs.cache()
     queued: list = []
-    w = Watcher(kube, "Service", cache, queued.append, stop)
+    w = Watcher(kube, FIXED_RESOURCES["Service"], cache, queued.append, stop)
     w.run()
     assert kube.calls == [("list",), ("watch", "10"), ("watch", "15"), ("watch", "15"), ("list",),
                           ("watch", "30"), ("watch", "31")]
     assert w.synced.is_set()
     assert set(cache.services) == {(NS, "c")}
     assert cache.services[(NS, "c")]["kind"] == "Service"  # filled in for list/watch items that lack it
+
+
+def pool(name, rv):
+    return {"metadata": {"name": name, "namespace": NS, "resourceVersion": rv}, "spec": {}}
+
+
+def test_pools_are_stored_under_their_api(monkeypatch):
+    monkeypatch.setattr(watch, "BACKOFF_FIRST", 0.001)
+    objs = Objects("v1.6")
+    stop = threading.Event()
+    kube = ScriptedKube(stop, lists=[{"metadata": {"resourceVersion": "3"}, "items": [pool("p", "2")]}],
+                        watches=[])
+    cache = objs.cache()
+    w = Watcher(kube, objs.rev.api.resource, cache, lambda items: None, stop)
+    w.run()
+    stored = objs.pools(cache)[(NS, "p")]
+    assert (stored["apiVersion"], stored["kind"]) == ("inference.networking.k8s.io/v1", "InferencePool")
+
+
+def test_a_resource_not_served_at_first_counts_as_empty_until_it_is(objs, monkeypatch):
+    """An API named on the command line whose CRD is missing must not hold up the others."""
+    monkeypatch.setattr(watch, "BACKOFF_FIRST", 0.001)
+    stop = threading.Event()
+    not_found = ApiError(404, {"reason": "NotFound"}, "GET", "/apis/...")
+    kube = ScriptedKube(stop, lists=[
+        not_found, not_found,
+        {"metadata": {"resourceVersion": "5"}, "items": [pool("p", "4")]},  # the CRD got installed
+    ], watches=[])
+    cache = objs.cache()
+    w = Watcher(kube, objs.rev.api.resource, cache, lambda items: None, stop)
+    seen_synced_empty = []
+    original = kube.list
+
+    def list_and_look(resource):
+        seen_synced_empty.append((w.synced.is_set(), dict(objs.pools(cache))))
+        return original(resource)
+
+    kube.list = list_and_look
+    w.run()
+    assert seen_synced_empty[:3] == [(False, {}), (True, {}), (True, {})]
+    assert kube.calls[:3] == [("list",)] * 3
+    assert set(objs.pools(cache)) == {(NS, "p")}
+
+
+def test_a_404_after_the_first_list_is_an_error_not_an_empty_list(seed, monkeypatch):
+    """Once listed, a 404 (say, the API server restarting) must not wipe the cache."""
+    monkeypatch.setattr(watch, "BACKOFF_FIRST", 0.001)
+    stop = threading.Event()
+    kube = ScriptedKube(stop, lists=[
+        {"metadata": {"resourceVersion": "5"}, "items": [svc("a", "4")]},
+        ApiError(404, {"reason": "NotFound"}, "GET", "/api/v1/services"),
+    ], watches=[[{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}]])
+    cache = seed.cache()
+    w = Watcher(kube, FIXED_RESOURCES["Service"], cache, lambda items: None, stop)
+    w.run()
+    assert set(cache.services) == {(NS, "a")}
+
+
+def test_wait_synced_gives_up_on_stop(seed):
+    stop = threading.Event()
+    w = Watcher(None, FIXED_RESOURCES["Service"], seed.cache(), lambda items: None, stop)
+    stop.set()
+    assert wait_synced([w], stop) is False

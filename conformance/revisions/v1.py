@@ -1,0 +1,61 @@
+"""`inference.networking.k8s.io/v1`: the GA API, GIE v1.0 - v1.6 (SPEC section 8).
+
+Five schema revisions: v1.0.2 bounds `selector.matchLabels` (1 to 64 entries);
+v1.1 allows up to 8 unique `targetPorts` and adds `status.parents[].controllerName`;
+v1.4 adds `appProtocol`; v1.6 makes `endpointPickerRef` optional (a pool
+without it: Accepted True, or False with `EndpointPickerRefMissing`). No v1
+revision defaults a placeholder parent or any condition.
+"""
+
+from __future__ import annotations
+
+from ..data import MANIFESTS
+from . import Api, Revision
+
+API = Api(name="v1", group="inference.networking.k8s.io", version="v1", status_key="parents",
+          picker_field="endpointPickerRef", title="InferencePool inference.networking.k8s.io/v1 (GA)")
+
+
+def _revision(name: str, title: str, release: str, **facts) -> Revision:
+    return Revision(name=name, title=title, api=API, parent_ref_shape="ParentGatewayReference",
+                    crd=MANIFESTS / "crd" / "revisions" / name / API.crd_file, extension_version=release,
+                    accepted_false_reasons=("HTTPRouteNotAccepted",) + facts.pop("more_reasons", ()), **facts)
+
+
+REVISIONS = (
+    _revision("v1.0", "GIE v1.0.0 - v1.0.1", "v1.0.0"),
+    _revision("v1.0.2", "GIE v1.0.2", "v1.0.2"),
+    _revision("v1.1", "GIE v1.1.0 - v1.3.x", "v1.1.0", controller_name=True),
+    _revision("v1.4", "GIE v1.4.0 - v1.5.x", "v1.4.0", controller_name=True),
+    _revision("v1.6", "GIE v1.6.x", "v1.6.0", controller_name=True, picker_ref_optional=True,
+              more_reasons=("EndpointPickerRefMissing",)),
+)
+
+
+def fingerprint(schema: dict) -> dict:
+    """The schema facts that tell the v1 revisions apart."""
+    spec = schema.get("properties", {}).get("spec", {})
+    props = spec.get("properties", {})
+    parents = schema.get("properties", {}).get("status", {}).get("properties", {}).get("parents", {})
+    return {
+        "target_ports_max": props.get("targetPorts", {}).get("maxItems"),
+        "match_labels_bounded": "minProperties" in props.get("selector", {}).get("properties", {}).get(
+            "matchLabels", {}),
+        "app_protocol": "appProtocol" in props,
+        "picker_ref_required": "endpointPickerRef" in (spec.get("required") or []),
+        "controller_name": "controllerName" in parents.get("items", {}).get("properties", {}),
+    }
+
+
+FINGERPRINTS = {
+    "v1.0": {"target_ports_max": 1, "match_labels_bounded": False, "app_protocol": False,
+             "picker_ref_required": True, "controller_name": False},
+    "v1.0.2": {"target_ports_max": 1, "match_labels_bounded": True, "app_protocol": False,
+               "picker_ref_required": True, "controller_name": False},
+    "v1.1": {"target_ports_max": 8, "match_labels_bounded": True, "app_protocol": False,
+             "picker_ref_required": True, "controller_name": True},
+    "v1.4": {"target_ports_max": 8, "match_labels_bounded": True, "app_protocol": True,
+             "picker_ref_required": True, "controller_name": True},
+    "v1.6": {"target_ports_max": 8, "match_labels_bounded": True, "app_protocol": True,
+             "picker_ref_required": False, "controller_name": True},
+}
