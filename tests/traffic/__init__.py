@@ -1,0 +1,1 @@
+"""Tests of the traffic tier's own machinery (conformance/traffic), run on this machine."""
