@@ -70,7 +70,7 @@ from .suite_run import (
 CATCHES = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
 BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
 EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault != "benign"}
-WORKERS = 2
+WORKERS = 3  # a faulty run mostly waits out short timeouts: three side by side fit two cores
 GA = "v1.6"  # the GA API's revision every run judges beside the v1alpha2 one
 # The reference implementation answers in milliseconds; a fault that makes it never
 # answer should cost seconds, not the upstream five minutes per test.
