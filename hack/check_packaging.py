@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,7 +122,9 @@ def check_run(done: subprocess.CompletedProcess, results: Path, expected: set[st
     out = done.stdout + done.stderr
     if done.returncode != 0:
         raise Failed(f"{what}: exit {done.returncode}:\n{out[-6000:]}")
-    if "Gateway core: success" not in out or f"Results: {results}" not in out:
+    # One line per judged API: `Gateway (v1 v1.6) core: success (...)`.
+    verdicts = re.findall(r"^Gateway(?: \([^)]*\))? core: (\w+)", out, re.MULTILINE)
+    if not verdicts or set(verdicts) != {"success"} or f"Results: {results}" not in out:
         raise Failed(f"{what}: the run did not report success and its results directory:\n{out[-4000:]}")
     junit = results / "junit.xml"
     keys = set()
