@@ -17,7 +17,7 @@ data (manifests/schema/<api>/); no test changes.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..data import MANIFESTS
@@ -115,8 +115,6 @@ class Revision:
     # with the `api_revision_has` marker; elsewhere it is not-applicable).
     picker_ref_optional: bool = False  # a pool may leave out its endpoint picker reference (C15)
     controller_name: bool = False  # parent entries have controllerName (C16, S17)
-    # Reasons an entry's Accepted False may carry besides the generic ones.
-    accepted_false_reasons: tuple[str, ...] = field(default=())
 
     @property
     def embedded_crds(self) -> list[Path]:

@@ -18,8 +18,7 @@ API = Api(name="v1", group="inference.networking.k8s.io", version="v1", status_k
 
 def _revision(name: str, title: str, release: str, **facts) -> Revision:
     return Revision(name=name, title=title, api=API, parent_ref_shape="ParentGatewayReference",
-                    crd=MANIFESTS / "crd" / "revisions" / name / API.crd_file, extension_version=release,
-                    accepted_false_reasons=("HTTPRouteNotAccepted",) + facts.pop("more_reasons", ()), **facts)
+                    crd=MANIFESTS / "crd" / "revisions" / name / API.crd_file, extension_version=release, **facts)
 
 
 REVISIONS = (
@@ -27,8 +26,7 @@ REVISIONS = (
     _revision("v1.0.2", "GIE v1.0.2", "v1.0.2"),
     _revision("v1.1", "GIE v1.1.0 - v1.3.x", "v1.1.0", controller_name=True),
     _revision("v1.4", "GIE v1.4.0 - v1.5.x", "v1.4.0", controller_name=True),
-    _revision("v1.6", "GIE v1.6.x", "v1.6.0", controller_name=True, picker_ref_optional=True,
-              more_reasons=("EndpointPickerRefMissing",)),
+    _revision("v1.6", "GIE v1.6.x", "v1.6.0", controller_name=True, picker_ref_optional=True),
 )
 
 

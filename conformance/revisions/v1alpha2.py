@@ -30,8 +30,7 @@ REVISIONS = (
              crd=_crd("v0.2"), extension_version="v0.2.0"),
     Revision(name="v0.5", title="GIE v0.5.x", api=API,
              default_condition_type="Accepted", parent_ref_shape="ParentGatewayReference",
-             status_default_parent=True, crd=_crd("v0.5"), extension_version="v0.5.0",
-             accepted_false_reasons=("HTTPRouteNotAccepted",)),
+             status_default_parent=True, crd=_crd("v0.5"), extension_version="v0.5.0"),
 )
 
 
