@@ -1,9 +1,10 @@
 """The build's one addition to pyproject.toml: the files the suite reads go into the package.
 
-The repository keeps `manifests/` and `controlplane/` at its top level; a wheel
-carries them under `conformance/_data/`, where `conformance.data` finds them
-(`MANIFEST.in` puts them in the sdist, so a wheel built from the sdist has them
-too). An editable install copies nothing: it reads the checkout's own files.
+The repository keeps `manifests/` and the Go modules `controlplane/` and `epp/`
+at its top level; a wheel carries them under `conformance/_data/`, where
+`conformance.data` finds them (`MANIFEST.in` puts them in the sdist, so a wheel
+built from the sdist has them too). An editable install copies nothing: it reads
+the checkout's own files.
 """
 
 import runpy

@@ -7,7 +7,8 @@
                                            implementation. It prints the suite's version and the API
                                            revisions it knows first, and where the results went last.
 
-  build                     build (or find in the cache) the control-plane binary
+  build [--no-epp]          build (or find in the cache) the control-plane binary and the
+                            traffic tier's endpoint picker (upstream's EPP); print their paths
   cluster up [--no-crds] [--api-revision R[,R]]
                             start the embedded cluster, print its kubeconfig path
                             and keep it up until Ctrl-C
@@ -51,11 +52,15 @@ def _help() -> str:
     return parser.format_help()
 
 
-def _build(_args) -> int:
+def _build(args) -> int:
     from .cluster import binary
 
     try:
-        print(binary.ensure())
+        print(binary.ensure(), flush=True)
+        if not args.no_epp:
+            from .traffic import epp
+
+            print(epp.ensure(), flush=True)
     except binary.BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -155,7 +160,10 @@ def _command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="inferencepool-conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("build", help="build the control-plane binary").set_defaults(func=_build)
+    build = sub.add_parser("build", help="build the control-plane binary and the endpoint picker")
+    build.add_argument("--no-epp", action="store_true",
+                       help="build the control plane only, not the traffic tier's endpoint picker")
+    build.set_defaults(func=_build)
     cluster = sub.add_parser("cluster", help="run the embedded cluster on its own")
     csub = cluster.add_subparsers(dest="action", required=True)
     up = csub.add_parser("up", help="start it and keep it up until Ctrl-C")

@@ -2,18 +2,21 @@
 
 A thin layer over `kubernetes.client.ApiClient.call_api` that works on plain
 dicts and knows the few resources the suite touches (no discovery round
-trips). Every write goes through `create`, `apply`, `patch`, `replace` or
-`delete`; every failure is an `ApiError` carrying the HTTP status and the
-`details.causes` of the Status the server returned.
+trips). Every write goes through `create`, `apply` (`apply_all`), `patch`,
+`replace` or `delete`; every failure is an `ApiError` carrying the HTTP status
+and the `details.causes` of the Status the server returned. Independent
+requests can be sent together (`concurrently`): a test's objects are applied,
+and deleted, at once rather than one round trip after another.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import urllib3
 from kubernetes import client as k8s
@@ -21,6 +24,9 @@ from kubernetes.client.exceptions import ApiException
 
 FIELD_MANAGER = "inferencepool-conformance"
 TOO_MANY_REQUESTS_RETRY = 10.0  # seconds a request answered 429 is retried
+IN_FLIGHT = 8  # requests sent together by `concurrently` (the client keeps 10 connections per server)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,9 @@ RESOURCES: dict[tuple[str, str], Resource] = {
     ("v1", "Pod"): Resource("", "v1", "pods"),
     ("v1", "Event"): Resource("", "v1", "events"),
     ("v1", "ServiceAccount"): Resource("", "v1", "serviceaccounts"),
+    ("v1", "ConfigMap"): Resource("", "v1", "configmaps"),
+    ("rbac.authorization.k8s.io/v1", "Role"): Resource("rbac.authorization.k8s.io", "v1", "roles"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): Resource("rbac.authorization.k8s.io", "v1", "rolebindings"),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): Resource(
         "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False
     ),
@@ -104,6 +113,7 @@ class Kube:
         # Namespaced objects this client created, per namespace, oldest first:
         # cleanup deletes exactly these, newest first.
         self.created: dict[str, list[tuple[str, str, str]]] = {}
+        self._threads: ThreadPoolExecutor | None = None
 
     def _record(self, obj: dict) -> None:
         md = obj.get("metadata") or {}
@@ -155,6 +165,29 @@ class Kube:
         data = resp.data
         resp.release_conn()
         return _decode(data)
+
+    def concurrently(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """`fn` of each item, the requests in flight together; the results in the items' order.
+
+        For independent requests only (their order is not kept). Every call
+        has ended by the time this returns or raises; the first failure (in
+        the items' order) is raised.
+        """
+        items = list(items)
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(IN_FLIGHT, thread_name_prefix="kube")
+        futures = [self._threads.submit(fn, item) for item in items]
+        results, failure = [], None
+        for future in futures:
+            try:
+                results.append(future.result())
+            except Exception as e:
+                failure = failure or e
+        if failure is not None:
+            raise failure
+        return results
 
     # -- verbs ---------------------------------------------------------------
 
@@ -221,6 +254,30 @@ class Kube:
         if not dry_run and subresource is None:
             self._record(out)
         return out
+
+    def apply_all(self, objs: list[dict]) -> list[dict]:
+        """Server-side apply independent objects, the requests in flight together; the answers in order.
+
+        Each object applied is recorded for cleanup (in the list's order), also
+        when another fails; the first failure is then raised.
+        """
+        outcomes = self.concurrently(self._apply_outcome, objs)
+        for out in outcomes:
+            if not isinstance(out, Exception):
+                self._record(out)
+        failure = next((out for out in outcomes if isinstance(out, Exception)), None)
+        if failure is not None:
+            raise failure
+        return outcomes
+
+    def _apply_outcome(self, obj: dict) -> dict | Exception:
+        md = obj["metadata"]
+        try:
+            return self.request("PATCH", resource_of(obj).path(md.get("namespace"), md["name"]), body=obj,
+                                query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                                content_type="application/apply-patch+yaml")
+        except Exception as e:
+            return e
 
     def patch(self, api_version: str, kind: str, name: str, patch: dict, *, namespace: str | None = None,
               subresource: str | None = None, dry_run: bool = False) -> dict:

@@ -21,6 +21,9 @@ DEFAULT_GATEWAY_CLASS = "reference"  # the embedded reference implementation's c
 # The model servers of the status topology (manifests/status/) run Gateway API's echo server, the
 # backend upstream GIE's conformance suite uses (conformance/resources/base.yaml there).
 DEFAULT_MODEL_SERVER_IMAGE = "gcr.io/k8s-staging-gateway-api/echo-basic:v20251106-v1.3.0-263-g47c3435c"
+# The traffic tier's endpoint picker: upstream's EPP, which its conformance suite runs with the test
+# plugins (the embedded cluster builds this version from the Go module proxy: conformance.traffic.epp).
+DEFAULT_EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"
 
 
 class OptionError(ValueError):
@@ -59,6 +62,9 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
                            "image of the model-server Pods the status tests' pools select; it is given HTTP_PORT=8000, "
                            "the pools' target port (default: Gateway API's echo server, "
                            f"{DEFAULT_MODEL_SERVER_IMAGE})"),
+    "epp-image": ("str", DEFAULT_EPP_IMAGE, "image of the traffic tier's endpoint picker Pods (upstream's EPP, run "
+                                            f"with its conformance plugins; default: {DEFAULT_EPP_IMAGE})"),
+    "skip-traffic": ("bool", False, "leave out the traffic tier (requests through the gateway's data plane)"),
     "conformance-profiles": ("list", None, "comma-separated conformance profiles to run (known: Gateway)"),
     "report-output": ("str", None, "write the ConformanceReport YAML to this file (default: "
                                    "<results-dir>/<version>-<mode>-<profile>-report.yaml when the implementation "
@@ -117,9 +123,10 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("kubeconfig", "context", "api-revision", "allow-crds-mismatch")),
     ("conformance-implementation", "InferencePool conformance: the implementation under test",
      ("gateway-class", "implementation-command", "supported-features", "exempt-features", "all-features",
-      "model-server-image")),
+      "model-server-image", "epp-image")),
     ("conformance-selection", "InferencePool conformance: which tests run",
-     ("conformance-profiles", "run-test", "skip-tests", "skip-provisional-tests", "fail-fast", "rule-coverage")),
+     ("conformance-profiles", "run-test", "skip-tests", "skip-provisional-tests", "skip-traffic", "fail-fast",
+      "rule-coverage")),
     ("conformance-reports", "InferencePool conformance: results and the ConformanceReport",
      ("results-dir", "report-output", "organization", "project", "url", "version", "contact", "mode")),
     ("conformance-run", "InferencePool conformance: how the suite runs",
@@ -200,6 +207,8 @@ class Options:
     namespace_annotations: dict[str, str]
     conformance_profiles: tuple[str, ...]
     model_server_image: str
+    epp_image: str
+    skip_traffic: bool
     report_output: Path | None
     organization: str | None
     project: str | None
@@ -364,6 +373,9 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
     if len(image) > 255 or not _IMAGE.fullmatch(image):
         raise OptionError(f"--model-server-image={image!r} is not an image reference; give one like "
                           "registry.example.com/echo-basic:v1.0")
+    if len(values["epp-image"]) > 255 or not _IMAGE.fullmatch(values["epp-image"]):
+        raise OptionError(f"--epp-image={values['epp-image']!r} is not an image reference; give one like "
+                          "registry.example.com/epp:v1.5.0")
     results_dir = values["results-dir"]
     if results_dir:
         existing = Path(results_dir).expanduser().resolve()
@@ -394,6 +406,8 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         namespace_annotations=values["namespace-annotations"] or {},
         conformance_profiles=tuple(profiles),
         model_server_image=image,
+        epp_image=values["epp-image"],
+        skip_traffic=values["skip-traffic"],
         report_output=Path(report).expanduser() if report else None,
         organization=values["organization"],
         project=values["project"],

@@ -4,35 +4,45 @@ Public surface (what tests use):
 
 * fixtures `kube` (a `conformance.kube.Kube` on the cluster under test),
   `api_revision` (a `conformance.revisions.Revision`), `timeouts` (the
-  `TimeoutConfig`), `namespace` (a fresh namespace per test, deleted and
-  waited for afterwards), `gateway_class` (the accepted GatewayClass of
-  the implementation under test) and `topology` (a
+  `TimeoutConfig`), `namespace` (a fresh namespace per test; what the test
+  created in it is deleted and waited for afterwards), `shared_namespace`
+  (one namespace for tests whose objects are named for the test alone; each
+  test's objects are deleted afterwards), `gateway_class` (the accepted
+  GatewayClass of the implementation under test) and `topology` (a
   `conformance.topology.Topology` in the test's namespace);
 * markers `rule("S1", ...)` (the SPEC rules a test checks),
   `features("SupportInferencePool", ...)` and `api_revision_has("field", ...)`
   (the test applies only to API revisions whose `Revision` has these fields
-  true; on others it is skipped as not-applicable).
+  true; on others it is skipped as not-applicable), and `slow` (the test
+  waits for the clock: it runs first).
+
+Under pytest-xdist on the embedded cluster, the controller starts the cluster
+and the implementation once for all workers (`session.ClusterHost`).
 """
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from . import data, options, revisions, rules, runner
 from .cluster.provider import KubeconfigError, UserClusterManager
-from .features import FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS
+from .features import FEATURES, REFERENCE_GATEWAY_CLASS
 from .results import evidence, inventory
 from .results.reporting import ReportPlugin
 from .revisions import NOT_APPLICABLE_PREFIX, REVISIONS, Revision
-from .session import EXIT_USAGE, MANAGED_BY, SuiteSession
+from .session import EXIT_USAGE, HOST_KEY, SuiteSession
 from .topology import SILENT
-from .wait import WaitTimeout, wait_for
+from .wait import WaitTimeout, trim, wait_for
 
 SESSION = pytest.StashKey[SuiteSession]()
+XDIST_CHUNK = 4  # tests pytest-xdist sends a worker at a time (its --maxschedchunk), unless told otherwise
+HOST_DIR = pytest.StashKey[Path]()  # the pytest-xdist controller's: where its workers find the shared cluster
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -65,6 +75,8 @@ MARKERS = {
     "api_revision_has": "api_revision_has(*fields): the API revision fields (conformance.revisions.Revision) "
                         "this test needs to be true",
     "provisional": "provisional: behaviour not settled upstream yet (--skip-provisional-tests skips it)",
+    "slow": "slow: spends seconds waiting for the clock rather than the cluster (under pytest-xdist it runs "
+            "first, so that another worker works meanwhile)",
     "k8s": "k8s: pytest-kubernetes cluster marker",
 }
 
@@ -90,6 +102,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.log_level = config.option.log_level or "DEBUG"
     config.stash[SESSION] = SuiteSession(config, opts, user)
     config.pluginmanager.register(ReportPlugin(config, config.stash[SESSION]), "ipc-report")
+    config.pluginmanager.register(_Order(), "ipc-order")
+    if getattr(config.option, "maxschedchunk", 0) is None and _runs_suite(config):
+        # pytest-xdist hands each worker a quarter of its share at once, in collection order; a few
+        # tests at a time instead keep both workers busy to the end (the status tests take 10 to
+        # 100 times as long as the schema cases, and the slow ones much longer).
+        config.option.maxschedchunk = XDIST_CHUNK
     # A CI runner stops jobs with SIGTERM: turn it into Ctrl-C so cleanup still runs.
     if hasattr(signal, "SIGTERM") and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupt)
@@ -99,10 +117,63 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+class _Order:
+    """Under pytest-xdist the `slow` tests run first: one worker sits them out while the other works.
+    (Otherwise tests run as collected, which pytest groups by API.)"""
+
+    @pytest.hookimpl(trylast=True)  # after pytest's own reordering, and after deselection
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if hasattr(config, "workerinput"):
+            items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION, None)
     if session is not None:
         session.close()
+    host_dir = config.stash.get(HOST_DIR, None)
+    if host_dir is not None:
+        shutil.rmtree(host_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist starts its workers (its own hook comes last)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if _hosts_for_workers(config):
+        config.stash[HOST_DIR] = Path(tempfile.mkdtemp(prefix="ipc-host-"))
+        config.stash[SESSION].host_for_workers(config.stash[HOST_DIR])
+        config.pluginmanager.register(_HostProgress(config.stash[SESSION]), "ipc-host-progress")
+
+
+def _hosts_for_workers(config: pytest.Config) -> bool:
+    """A pytest-xdist controller whose workers will run the suite's tests on the embedded cluster:
+    it starts the cluster (and the implementation) once, for all of them, at once."""
+    return (config.pluginmanager.has_plugin("dsession") and config.stash[SESSION].opts.embedded
+            and all(str(tx).startswith("popen") for tx in config.getoption("tx") or ())  # workers on this machine
+            and not config.getoption("rule_coverage") and _runs_suite(config))
+
+
+def _runs_suite(config: pytest.Config) -> bool:
+    """The run's arguments name the suite's tests (all or some)."""
+    return inventory.scope(list(config.args), Path(config.invocation_params.dir),
+                           pyargs=bool(config.option.pyargs)) != "none"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    host_dir = node.config.stash.get(HOST_DIR, None)
+    if host_dir is not None:
+        node.workerinput[HOST_KEY] = str(host_dir)
+
+
+class _HostProgress:
+    """Shows, from the main thread, what the thread starting the shared cluster had to say."""
+
+    def __init__(self, suite: SuiteSession) -> None:
+        self.suite = suite
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.suite.show_progress()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -219,6 +290,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
                                     "`pytest --pyargs conformance.tests ...`, or run `inferencepool-conformance ...`",
                                     yellow=True, bold=True)
     session = config.stash.get(SESSION, None)
+    if session is not None:
+        session.show_progress()  # what starting the shared cluster had to say, if not shown yet
     for line in (session.revision_mismatch.values() if session is not None else ()):
         terminalreporter.write_line(line, yellow=True, bold=True)
     # Said once, also under xdist (where each worker found it on its own).
@@ -259,7 +332,8 @@ def timeouts(suite: SuiteSession):
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, suite: SuiteSession) -> str:
-    """A namespace of the test's own; deleted afterwards, and waited for until it is gone."""
+    """A namespace of the test's own; what the test created in it is deleted afterwards and waited
+    for, and on a user's cluster the namespace too (waited for at the end of the run)."""
     yield from _own_namespace(request, suite, request.node.originalname.removeprefix("test_").replace("_", "-"))
 
 
@@ -281,6 +355,49 @@ def _own_namespace(request: pytest.FixtureRequest, suite: SuiteSession, stem: st
     suite.delete_namespace(name)
 
 
+@pytest.fixture
+def shared_namespace(request: pytest.FixtureRequest, suite: SuiteSession) -> str:
+    """A namespace the session's tests share, for a test whose objects are named for it alone (a
+    schema case that persists its pool); what the test created in it is deleted afterwards and
+    waited for. (A namespace per such test would cost far more than the test itself.)"""
+    name = suite.shared_namespace
+    created = suite.kube.created.setdefault(name, [])
+    before = len(created)
+    yield name
+    mine = created[before:]
+    del created[before:]
+    if any(r.failed for r in request.node.stash.get(evidence.REPORTS, {}).values()):
+        _attach_objects(suite.kube, name, mine)
+    if not suite.opts.cleanup_test_resources:
+        sys.stderr.write(f"\nkept {', '.join(f'{kind} {name}/{obj}' for _, kind, obj in mine)} "
+                         "(--cleanup-test-resources=false)\n")
+        return
+    suite.delete_objects(name, mine)
+
+
+def _attach_objects(kube, namespace: str, refs: list[tuple[str, str, str]]) -> None:
+    """A failed test's objects in a shared namespace, as the server has them now, and their events."""
+    observed = []
+    for api_version, kind, obj_name in refs:
+        try:
+            obj = kube.get(api_version, kind, obj_name, namespace)
+        except Exception as e:  # evidence is best effort: never hide the test's own failure
+            obj = {"error": f"could not read {kind} {obj_name}: {e}"}
+        observed.append(trim(obj) if obj is not None else {"kind": kind, "name": obj_name, "state": "gone"})
+    if observed:
+        evidence.attach_yaml(f"last observed objects in {namespace}", observed)
+    names = {obj_name for _, _, obj_name in refs}
+    try:
+        events = [e for e in kube.list("v1", "Event", namespace).get("items", [])
+                  if (e.get("involvedObject") or {}).get("name") in names]
+    except Exception as e:
+        events = [{"error": f"could not list events: {e}"}]
+    if events:
+        evidence.attach_yaml(f"events of these objects in {namespace}", [
+            {k: e.get(k) for k in ("type", "reason", "message", "involvedObject", "count", "lastTimestamp")}
+            if "error" not in e else e for e in events])
+
+
 @pytest.fixture(scope="session")
 def base_namespace(suite: SuiteSession) -> str:
     """A namespace shared by tests that persist nothing in it (dry-run requests)."""
@@ -292,19 +409,7 @@ def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
     """The implementation's GatewayClass, once it is Accepted."""
     opts = suite.opts
     name = opts.gateway_class or REFERENCE_GATEWAY_CLASS
-    created = False
-    if opts.embedded:
-        if opts.implementation_command:
-            suite.start_implementation(opts.implementation_command)
-        elif not opts.gateway_class:
-            # The reference implementation writes status as the installed revision spells it.
-            judged = "".join(f" --api-revision {r.name}" for r in suite.detected_revisions.values())
-            suite.start_implementation(f"{sys.executable} -m reference_gateway --kubeconfig {{kubeconfig}} "
-                                       f"--controller-name {REFERENCE_CONTROLLER}{judged}")
-            kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-                         "metadata": {"name": name, "labels": dict(MANAGED_BY)},
-                         "spec": {"controllerName": REFERENCE_CONTROLLER}})
-            created = True
+    created = suite.bring_up_implementation(kube)  # on the embedded cluster
     found = kube.get("gateway.networking.k8s.io/v1", "GatewayClass", name)
     if found is None:
         pytest.exit(f"GatewayClass {name!r} does not exist on the cluster; install your implementation "
@@ -339,6 +444,15 @@ def topology(suite: SuiteSession, kube, namespace, gateway_class, api_revision, 
              expected="the namespace's default ServiceAccount exists (Pods need it)")
     return Topology(kube, namespace, gateway_class, api_revision, timeouts, alive, suite.silence[api_revision.api.name],
                     suite.opts.model_server_image)
+
+
+@pytest.fixture
+def traffic(suite: SuiteSession, topology):
+    """A traffic test's topology and requests (conformance.traffic.tier); skipped, with the reason, when the
+    traffic tier is off or cannot run here."""
+    from .traffic.tier import Traffic
+
+    return Traffic(topology, suite.traffic_routes(), suite.opts.model_server_image, suite.opts.epp_image)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

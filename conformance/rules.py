@@ -3,7 +3,8 @@
 The S/D/C/X rules are worded with the v1alpha2 field names; they hold for the
 GA API with its names (`selector.matchLabels`, `targetPorts[].number`,
 `endpointPickerRef`, `status.parents`). S13-S17, D8-D9 and C14-C16 are the GA
-API's own (a test of one declares which revisions have it).
+API's own (a test of one declares which revisions have it). T1-T8 are the
+traffic tier's (SPEC section 10).
 """
 
 from __future__ import annotations
@@ -53,7 +54,16 @@ RULES: dict[str, str] = {
     "C16": "an entry that carries controllerName carries the GatewayClass's controllerName (v1.1+)",
     "X1": "extensionRef to an ExternalName Service: ResolvedRefs False, InvalidExtensionRef",
     "X2": "a Service switched to ExternalName flips ResolvedRefs to False, and back",
-    "X3": "no request is forwarded to the ExternalName target (traffic; not yet tested)",
+    "X3": "no request is forwarded to the ExternalName target (traffic; T5)",
+    # SPEC section 10, the traffic tier: requests through the gateway's data plane.
+    "T1": "a request the endpoint picker steers to pod P is served by P, every time, also 100 at 10 at a time",
+    "T2": "the gateway reports back the endpoint that served (x-conformance-test-served-endpoint names it)",
+    "T3": "FailClose (the default): with the endpoint picker unavailable, requests are refused (5xx), never forwarded",
+    "T4": "FailOpen: with the endpoint picker unavailable, requests are still served (200) by a Ready pod of the pool",
+    "T5": "an endpoint picker reference to an ExternalName Service: no connection ever reaches its target",
+    "T6": "routing by rule, pool and Gateway; weighted backendRefs split within a binomial tolerance",
+    "T7": "after the last route goes, requests get 404; a NotReady pod gets no new requests",
+    "T8": "every targetPort is used as picked; h2c pools are reached over h2c; a picker Service without a port: 9002",
 }
 
 

@@ -2,6 +2,10 @@
 
 Everything is lazy: nothing touches a cluster until the first test asks for
 it, so collecting, listing coverage or running pure unit tests starts nothing.
+The one exception is a pytest-xdist run of the suite's tests on the embedded
+cluster: there the controller starts the cluster and the implementation as
+its session starts, while the workers start, and every worker uses them
+(`ClusterHost`), rather than each worker starting a cluster of its own.
 Input problems found here end the run with one line (`pytest.exit`) before
 any test applies anything.
 """
@@ -9,6 +13,9 @@ any test applies anything.
 from __future__ import annotations
 
 import ctypes
+import fcntl
+import json
+import os
 import secrets
 import shlex
 import signal
@@ -27,15 +34,20 @@ from . import revisions
 from .cluster.binary import BuildError
 from .cluster.embedded import ClusterError
 from .cluster.provider import EmbeddedManager, UserClusterManager
-from .features import CORE_FEATURES, FEATURES, REFERENCE_GATEWAY_CLASS
+from .features import CORE_FEATURES, FEATURES, REFERENCE_CONTROLLER, REFERENCE_GATEWAY_CLASS, TRAFFIC_FEATURE
 from .kube import ApiError, Kube
 from .options import Options
 from .topology import Silence
+from .traffic import netns
+from .traffic.embedded import DataPlane
+from .traffic.envoy import EnvoyNotFound
+from .traffic.netns import SandboxUnavailable
 from .wait import retrying, wait_for
 
 EXIT_ENVIRONMENT = 3  # the cluster cannot be used
 EXIT_USAGE = 4  # pytest's own code for bad input
 MANAGED_BY = {"app.kubernetes.io/managed-by": "inferencepool-conformance"}
+HOST_KEY = "ipc_cluster_host"  # in pytest-xdist's workerinput: the directory of the controller's ClusterHost
 
 
 class ImplementationExited(RuntimeError):
@@ -75,6 +87,69 @@ def cleanup_shielded(*, reraise: bool = True) -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+class ClusterHost:
+    """The embedded cluster and the implementation under test, shared by the pytest-xdist workers of a run.
+
+    The controller starts them in a thread of its own as soon as its session
+    starts, so that the cluster boots while the workers start and collect, and
+    one cluster and one implementation serve every worker (as a user's cluster
+    does under `-n`). Until they are up, or have failed, the thread holds an
+    exclusive lock on `lock`; it then writes `state.json` (the kubeconfig, or
+    the line and exit code that end the run) and lets go. A worker takes the
+    lock shared, which blocks until then, and reads the state. The thread that
+    started the implementation waits for it to exit and writes its exit code to
+    `implementation.exit`, which workers look at before each status wait.
+    """
+
+    STATE, LOCK, EXITED = "state.json", "lock", "implementation.exit"
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self._state: dict | None = None
+
+    def hold(self) -> int:
+        """Take the lock exclusively (the controller, before any worker starts); returns its descriptor."""
+        fd = os.open(self.dir / self.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def publish(self, fd: int, state: dict) -> None:
+        tmp = self.dir / (self.STATE + ".tmp")
+        tmp.write_text(json.dumps(state))
+        os.rename(tmp, self.dir / self.STATE)
+        os.close(fd)  # lets go of the lock
+
+    def state(self) -> dict:
+        """The state, once the controller has published it (blocks until then)."""
+        if self._state is None:
+            self._state = self._read_state()
+        return self._state
+
+    def _read_state(self) -> dict:
+        fd = os.open(self.dir / self.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        finally:
+            os.close(fd)
+        try:
+            return json.loads((self.dir / self.STATE).read_text())
+        except (OSError, ValueError):
+            return {"exit": "the pytest-xdist controller ended before the embedded cluster was up",
+                    "returncode": EXIT_ENVIRONMENT}
+
+    def exited(self, code: int) -> None:
+        try:
+            (self.dir / self.EXITED).write_text(str(code))
+        except OSError:  # the run is over and its directory gone
+            pass
+
+    def exit_code(self) -> int | None:
+        try:
+            return int((self.dir / self.EXITED).read_text())
+        except (OSError, ValueError):
+            return None
+
+
 class SuiteSession:
     def __init__(self, config: pytest.Config, opts: Options, user: UserClusterManager | None) -> None:
         self.config, self.opts, self.user = config, opts, user
@@ -89,18 +164,46 @@ class SuiteSession:
         self.bundle_versions: dict[str, str] = {}  # API name -> the release its CRD's annotation names
         self._implementation: subprocess.Popen | None = None
         self._implementation_log: Path | None = None
+        # The traffic tier's data plane on the embedded cluster (started with the implementation), or
+        # why there is none; `_traffic_routes`: Gateway address:port -> where the machine reaches it.
+        self.dataplane: DataPlane | None = None
+        self._traffic_skip: str | None = None
+        self._traffic_routes: dict[str, str] | None = None
         self.kubernetes_version: str | None = None
         self.run_id = secrets.token_hex(3)
         self._base_namespace: str | None = None
+        self._shared_namespace: str | None = None
         self._deleting: list[str] = []
         self._unsure: list[str] = []  # namespaces whose create got no answer
         self._features: frozenset[str] | None = None
+        self._brought_up: bool | None = None  # what bring_up_implementation did, once it has
         # Per API: whether the implementation wrote any InferencePool status of it.
         self.silence: dict[str, Silence] = {api: Silence() for api in revisions.APIS}
+        # The embedded cluster shared by pytest-xdist's workers: the controller hosts it (`_hosting`,
+        # set while it starts); a worker uses the controller's (`host`).
+        self.host: ClusterHost | None = None
+        self._hosting: threading.Thread | None = None
+        self._hosted = threading.Event()  # set once the hosting thread has published the state
+        self._messages: list[str] = []  # progress lines of the hosting thread, shown by the main thread
+        workerinput = getattr(config, "workerinput", None) or {}
+        if workerinput.get(HOST_KEY):
+            self.host = ClusterHost(Path(workerinput[HOST_KEY]))
 
     # -- cluster -------------------------------------------------------------
 
     def _progress(self, msg: str) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            self._messages.append(msg)  # the terminal is the main thread's
+            return
+        self.show_progress()
+        self._show(msg)
+
+    def show_progress(self) -> None:
+        """Show the lines the hosting thread has left (called from the main thread)."""
+        while self._messages:
+            self._show(self._messages.pop(0))
+
+    def _show(self, msg: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is None:
             print(msg, file=sys.stderr, flush=True)
@@ -124,19 +227,14 @@ class SuiteSession:
         return self._kube
 
     def _connect(self) -> Kube:
-        if self.manager is None:
-            EmbeddedManager.crd_paths = list(dict.fromkeys(
-                path for rev in self.embedded_revisions() for path in rev.embedded_crds))
-            manager = EmbeddedManager(cluster_name="embedded")
-            started = time.monotonic()
-            try:
-                manager.create(progress=self._progress)
-            except (BuildError, ClusterError) as e:
-                pytest.exit(f"cannot start the embedded cluster: {e}", returncode=EXIT_ENVIRONMENT)
-            self.manager = manager
-            self._progress(f"embedded cluster ready in {time.monotonic() - started:.1f}s at {manager.cluster.server}")
+        if self.manager is not None:
+            kubeconfig = str(self.manager.kubeconfig)
+        elif self.host is not None and not self.hosting:
+            kubeconfig = self._hosted_kubeconfig()
+        else:
+            kubeconfig = self._start_embedded()
         try:
-            api = k8s_config.new_client_from_config(config_file=str(self.manager.kubeconfig))
+            api = k8s_config.new_client_from_config(config_file=kubeconfig)
         except Exception as e:  # the kubernetes loader raises many types for bad files
             pytest.exit(f"cannot load the kubeconfig: {e}", returncode=EXIT_USAGE)
         kube = Kube(api)
@@ -148,10 +246,115 @@ class SuiteSession:
                         "running", returncode=EXIT_ENVIRONMENT)
         return kube
 
+    def _start_embedded(self) -> str:
+        """Start the embedded cluster of this run; its kubeconfig."""
+        EmbeddedManager.crd_paths = list(dict.fromkeys(
+            path for rev in self.embedded_revisions() for path in rev.embedded_crds))
+        manager = EmbeddedManager(cluster_name="embedded")
+        started = time.monotonic()
+        self.manager = manager  # from now on stopped at the end, also when the start fails half-way
+        try:
+            manager.create(progress=self._progress)
+        except (BuildError, ClusterError) as e:
+            pytest.exit(f"cannot start the embedded cluster: {e}", returncode=EXIT_ENVIRONMENT)
+        self._progress(f"embedded cluster ready in {time.monotonic() - started:.1f}s at {manager.cluster.server}")
+        return str(manager.kubeconfig)
+
+    def _hosted_kubeconfig(self) -> str:
+        """The kubeconfig of the cluster the pytest-xdist controller started (waits until it is up)."""
+        assert self.host is not None
+        state = self.host.state()
+        if "exit" in state:
+            pytest.exit(state["exit"], returncode=state.get("returncode", EXIT_ENVIRONMENT))
+        return state["kubeconfig"]
+
+    # -- the cluster shared by pytest-xdist's workers -------------------------------
+
+    def host_for_workers(self, directory: Path) -> None:
+        """Start the embedded cluster and the implementation for the workers (the pytest-xdist
+        controller, before its workers start); `directory` is handed to them."""
+        self.host = ClusterHost(directory)
+        fd = self.host.hold()
+        self._hosting = threading.Thread(target=self._host, args=(fd,), name="ipc-cluster-host", daemon=True)
+        self._hosting.start()
+
+    def _host(self, fd: int) -> None:
+        assert self.host is not None
+        state: dict = {}
+        try:
+            kube = self.kube  # starts the cluster and settles the revisions, as a worker's first contact would
+            state["kubeconfig"] = str(self.manager.kubeconfig)
+            self.bring_up_implementation(kube)
+            state["implementation"] = self._implementation is not None
+            state["traffic_routes"] = self.dataplane.routes() if self.dataplane else {}
+            state["traffic_skip"] = self._traffic_skip
+            state["implementation_log"] = str(self._implementation_log or "")
+        except pytest.exit.Exception as e:
+            state = {"exit": e.msg, "returncode": e.returncode if e.returncode is not None else EXIT_ENVIRONMENT}
+        except BaseException as e:  # say why to every worker, rather than let them wait
+            state = {"exit": f"cannot start the embedded cluster: {_short(e)}", "returncode": EXIT_ENVIRONMENT}
+        finally:
+            if "exit" in state:  # the workers' own words do not reach the terminal
+                self._messages.append(state["exit"])
+            self.host.publish(fd, state)
+            self._hosted.set()
+        # PR_SET_PDEATHSIG fires when the thread that started the implementation ends: this one
+        # waits for the implementation, so it ends only after it (or with the process).
+        if self._implementation is not None:
+            self.host.exited(self._implementation.wait())
+
+    @property
+    def hosting(self) -> bool:
+        """This process started the cluster for pytest-xdist's workers."""
+        return self._hosting is not None
+
+    def _host_started(self) -> None:
+        """Wait until the hosting thread has started what it starts (or failed)."""
+        if self._hosting is not None:
+            self._hosted.wait()
+
+    # -- the implementation under test ----------------------------------------------
+
+    def bring_up_implementation(self, kube: Kube) -> bool:
+        """On the embedded cluster: start the implementation under test (--implementation-command, or the
+        reference implementation and its GatewayClass); True when the suite created the GatewayClass.
+
+        Does nothing on a user's cluster, or when the pytest-xdist controller did it for the run; does it
+        once.
+        """
+        if self._brought_up is None:
+            self._brought_up = self._bring_up_implementation(kube)
+        return self._brought_up
+
+    def _bring_up_implementation(self, kube: Kube) -> bool:
+        opts = self.opts
+        if not opts.embedded or (self.host is not None and not self.hosting):
+            return False
+        if opts.implementation_command or not opts.gateway_class:
+            self._start_dataplane()
+        else:
+            self._traffic_skip = ("traffic tier skipped: on the embedded cluster, only an implementation the suite "
+                                  "starts (--implementation-command) is handed the data plane to program")
+        if opts.implementation_command:
+            self.start_implementation(opts.implementation_command)
+        elif not opts.gateway_class:
+            # The reference implementation writes status as the installed revision spells it, and
+            # programs the data plane's Envoy when there is one (TLS to the EPP, as upstream's serves).
+            judged = "".join(f" --api-revision {r.name}" for r in self.detected_revisions.values())
+            plane = ("" if self.dataplane is None else " --epp-tls --envoy-config-dir {envoy_config_dir}"
+                     + "".join(f" --gateway-address {a}" for a in self.dataplane.gateway_addresses))
+            self.start_implementation(f"{sys.executable} -m reference_gateway --kubeconfig {{kubeconfig}} "
+                                      f"--controller-name {REFERENCE_CONTROLLER}{judged}{plane}")
+            kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                         "metadata": {"name": REFERENCE_GATEWAY_CLASS, "labels": dict(MANAGED_BY)},
+                         "spec": {"controllerName": REFERENCE_CONTROLLER}})
+            return True
+        return False
+
     @property
     def connected_kube(self) -> Kube | None:
         """The client once a test connected, else None (never connects: for reports)."""
-        return self._kube
+        return self._kube if self._revisions is not None else None
 
     @property
     def judged_apis(self) -> list[str]:
@@ -291,31 +494,52 @@ class SuiteSession:
         return name
 
     def delete_namespace(self, name: str) -> None:
-        """Delete what the suite created in a namespace, wait until it is gone, then delete the namespace.
+        """Delete what the suite created in a namespace and wait until it is gone; the namespace
+        itself is deleted too, or, on the embedded cluster, left to go with the cluster.
 
-        The namespace itself is waited for at the end of the run: upstream's
+        The namespaces are waited for at the end of the run: upstream's
         namespace controller holds every deletion for 5 s, and namespaces are
-        never reused, so no test waits on another's.
+        never reused, so no test waits on another's. The embedded cluster is
+        thrown away whole at the end, so there the namespace controller is not
+        given that work at all (it costs the API server far more than the
+        test's own requests); what the implementation under test sees is the
+        same: each test's objects go at its end.
         """
         with cleanup_shielded():
-            self._delete_namespace(name)
+            self.delete_objects(name, self.kube.created.pop(name, []))
+            if not self.opts.embedded:
+                self._delete_namespace_itself(name)
 
-    def _delete_namespace(self, name: str) -> None:
+    def delete_objects(self, namespace: str, created: list[tuple[str, str, str]]) -> None:
+        """Delete these objects of a namespace and wait until each is gone; the objects are
+        independent, so the requests are in flight together."""
         kube = self.kube
-        created = kube.created.pop(name, [])
-        # A delete is safe to repeat: retry it through a restarting API server.
         deadline = time.monotonic() + self.opts.timeouts.DeleteTimeout
-        for api_version, kind, obj_name in reversed(created):
+
+        def delete(ref: tuple[str, str, str]) -> None:
+            # A delete is safe to repeat: retry it through a restarting API server.
             for attempt in retrying(deadline):
                 with attempt:
-                    kube.delete(api_version, kind, obj_name, name)
-        for api_version, kind, obj_name in reversed(created):
-            wait_for(kube, api_version, kind, obj_name, name, lambda o: o is None,
-                     timeout=self.opts.timeouts.DeleteTimeout, what=f"{kind} {name}/{obj_name} to be deleted",
+                    kube.delete(*ref, namespace)
+
+        def gone(ref: tuple[str, str, str]) -> None:
+            api_version, kind, obj_name = ref
+            wait_for(kube, api_version, kind, obj_name, namespace, lambda o: o is None,
+                     timeout=self.opts.timeouts.DeleteTimeout, what=f"{kind} {namespace}/{obj_name} to be deleted",
                      expected="the object is gone")
+
+        refs = list(reversed(created))
+        kube.concurrently(delete, refs)
+        kube.concurrently(gone, refs)
+
+    def _delete_namespace(self, name: str) -> None:
+        self.delete_objects(name, self.kube.created.pop(name, []))
+        self._delete_namespace_itself(name)
+
+    def _delete_namespace_itself(self, name: str) -> None:
         for attempt in retrying(time.monotonic() + self.opts.timeouts.DeleteTimeout):
             with attempt:
-                gone = not kube.delete("v1", "Namespace", name)
+                gone = not self.kube.delete("v1", "Namespace", name)
         if not gone:
             self._deleting.append(name)
 
@@ -334,36 +558,107 @@ class SuiteSession:
             self._base_namespace = self.create_namespace("base")
         return self._base_namespace
 
+    @property
+    def shared_namespace(self) -> str:
+        """A namespace shared by tests whose objects are named for the test alone (the schema cases
+        that persist their pool); each test deletes its own objects at its end."""
+        if self._shared_namespace is None:
+            self._shared_namespace = self.create_namespace("shared")
+        return self._shared_namespace
+
     # -- implementation under test ----------------------------------------------
 
+    def _start_dataplane(self) -> None:
+        """The traffic tier's data plane (sandbox, kubelet stand-in, EPP build, Envoy), unless the tier
+        is off or cannot run here; then `_traffic_skip` says why, in one line."""
+        if self.opts.skip_traffic or TRAFFIC_FEATURE in self.opts.exempt_features:
+            self._traffic_skip = "not-supported: the traffic tier is off (--skip-traffic or --exempt-features)"
+            return
+        if reason := netns.available():
+            self._traffic_skip = reason
+            return
+        assert self.manager is not None and self.manager.cluster is not None
+        started = time.monotonic()
+        plane = DataPlane(self.manager.cluster.server, self.manager.kubeconfig,
+                          model_server_image=self.opts.model_server_image, epp_image=self.opts.epp_image,
+                          progress=self._progress)
+        try:
+            plane.start()
+        except (BuildError, EnvoyNotFound, SandboxUnavailable) as e:
+            self._traffic_skip = f"traffic tier skipped: {_short(e)}"
+            return
+        self.dataplane = plane
+        self._progress(f"traffic data plane ready in {time.monotonic() - started:.1f}s (Envoy, endpoint pickers "
+                       "and model servers in a network sandbox)")
+
+    def traffic_routes(self) -> dict[str, str]:
+        """Gateway "address:port" -> the "address:port" this process connects to for it (embedded cluster:
+        a bridge out of the sandbox); empty on a user's cluster, where Gateway addresses are reached as
+        they are. pytest.skip when the tier cannot run."""
+        if self.opts.skip_traffic:
+            pytest.skip("not-supported: the traffic tier is off (--skip-traffic)")
+        if self._traffic_routes is None:
+            if self.host is not None and not self.hosting:
+                state = self.host.state()
+                self._traffic_routes, self._traffic_skip = state.get("traffic_routes") or {}, state.get("traffic_skip")
+            else:
+                self._host_started()
+                self._traffic_routes = self.dataplane.routes() if self.dataplane else {}
+        if self._traffic_skip:
+            pytest.skip(self._traffic_skip)
+        return self._traffic_routes
+
     def start_implementation(self, command: str) -> None:
-        """Start the implementation under test against the embedded cluster."""
+        """Start the implementation under test against the embedded cluster (inside the traffic
+        sandbox when there is one: it is handed the Gateway addresses, which exist only there)."""
         assert self.manager is not None and self.manager.kubeconfig is not None
         judged = ",".join(r.name for r in self.detected_revisions.values())
-        argv = [a.replace("{kubeconfig}", str(self.manager.kubeconfig)).replace("{api_revision}", judged)
-                for a in shlex.split(command)]
+        values = {"kubeconfig": str(self.manager.kubeconfig), "api_revision": judged,
+                  **(self.dataplane.placeholders() if self.dataplane else {})}
+        argv = []
+        for a in shlex.split(command):
+            for key, value in values.items():
+                a = a.replace("{" + key + "}", value)
+            argv.append(a)
         self._implementation_log = Path(self.manager.kubeconfig).parent / "implementation.log"
         with open(self._implementation_log, "wb") as out:
             try:
-                # PR_SET_PDEATHSIG fires when the forking *thread* ends, so only from the main thread.
-                main = threading.current_thread() is threading.main_thread()
-                self._implementation = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                                        stderr=subprocess.STDOUT,
-                                                        preexec_fn=_die_with_parent if main else None)
+                # PR_SET_PDEATHSIG fires when the forking *thread* ends: from the main thread, or
+                # from the hosting thread, which lives as long as the implementation.
+                main = threading.current_thread() in (threading.main_thread(), self._hosting)
+                kw = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": subprocess.STDOUT,
+                      "preexec_fn": _die_with_parent if main else None}
+                self._implementation = (self.dataplane.start_implementation(argv, **kw) if self.dataplane
+                                        else subprocess.Popen(argv, **kw))
             except OSError as e:
                 pytest.exit(f"cannot start the implementation ({argv[0]}): {e.strerror}", returncode=EXIT_USAGE)
 
     @property
     def started_implementation(self) -> bool:
-        return self._implementation is not None
+        """The suite started the implementation under test (this process, or the pytest-xdist controller)."""
+        if self._implementation is not None:
+            return True
+        if self.host is not None and not self.hosting and self.opts.embedded:
+            return bool(self.host.state().get("implementation"))
+        return False
 
     def check_implementation(self) -> None:
         """Raise ImplementationExited when the implementation the suite started has exited."""
-        code = None if self._implementation is None else self._implementation.poll()
+        if self._implementation is not None:
+            code = self._implementation.poll()
+            log = self._implementation_log
+        elif self.host is not None and not self.hosting:
+            code = self.host.exit_code()
+            log = Path(self.host.state().get("implementation_log") or "") if code is not None else None
+        else:
+            return
         if code is None:
             return
-        assert self._implementation_log is not None
-        tail = self._implementation_log.read_text(errors="replace").strip().splitlines()[-10:]
+        assert log is not None
+        try:
+            tail = log.read_text(errors="replace").strip().splitlines()[-10:]
+        except OSError:
+            tail = ["(its log is gone)"]
         raise ImplementationExited(
             f"the implementation under test exited with code {code} during the run; tests that need it "
             "cannot pass (its last log lines follow)\n" + "\n".join(tail))
@@ -375,14 +670,18 @@ class SuiteSession:
             self._close()
 
     def _close(self) -> None:
+        self._host_started()  # a cluster still starting is stopped once it is up
+        self.show_progress()
         try:
-            if self._base_namespace is not None and self.opts.cleanup_base_resources:
-                self._delete_namespace(self._base_namespace)
-            for name in self._unsure:
-                if self.opts.cleanup_test_resources:
-                    self._delete_namespace(name)
-            # An embedded cluster is thrown away whole: no need to watch it tidy up.
+            # An embedded cluster is thrown away whole: no need to delete or watch anything in it.
             if self._kube is not None and not self.opts.embedded:
+                if self._base_namespace is not None and self.opts.cleanup_base_resources:
+                    self._delete_namespace(self._base_namespace)
+                if self._shared_namespace is not None and self.opts.cleanup_test_resources:
+                    self._delete_namespace(self._shared_namespace)
+                for name in self._unsure:
+                    if self.opts.cleanup_test_resources:
+                        self._delete_namespace(name)
                 self.wait_namespaces_gone()
         except Exception as e:  # the run is over; say what is left rather than hide it
             print(f"cleanup incomplete, namespaces left: {', '.join(self._deleting)}: {_short(e)}", file=sys.stderr)
@@ -393,6 +692,9 @@ class SuiteSession:
             except subprocess.TimeoutExpired:
                 self._implementation.kill()
                 self._implementation.wait()
+        if self.dataplane is not None:
+            self.dataplane.close()
+            self.dataplane = None
         if self.manager is not None:
             self.manager.delete()  # embedded: stop the cluster; user: remove our kubeconfig copy
 

@@ -17,6 +17,8 @@ remaining pool waits get only a short grace instead of their whole timeout.
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,23 +39,34 @@ GATEWAY_API = "gateway.networking.k8s.io/v1"
 # How the one line begins that says the implementation wrote no InferencePool status at all.
 SILENT = "the implementation wrote no InferencePool status for any pool"
 _API_VERSIONS = {"Service": "v1", "Pod": "v1"}
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load(name: str, *, namespace: str, gateway_class: str, api: Api,
          model_server_image: str = DEFAULT_MODEL_SERVER_IMAGE) -> list[dict]:
     """The file's objects in `namespace`; pools (written in the GA API's shape) as `api` spells
     them, and `{inference_group}` (an HTTPRoute's backendRef group) as `api`'s group."""
-    text = (STATUS_MANIFESTS / name).read_text().replace("{gateway_class}", gateway_class).replace(
-        "{model_server_image}", model_server_image).replace("{inference_group}", api.group)
-    docs = [api.spell_pool(d) if d.get("kind") == "InferencePool" else d for d in yaml.safe_load_all(text) if d]
+    docs = json.loads(_template(name, gateway_class, api, model_server_image))
     for d in docs:
         d["metadata"]["namespace"] = d["metadata"].get("namespace") or namespace
     return docs
 
 
+@functools.lru_cache(maxsize=32)
+def _template(name: str, gateway_class: str, api: Api, model_server_image: str) -> str:
+    """The file's objects before they get a namespace, as JSON: read and parsed once per run (each
+    status test applies one), handed out as fresh copies."""
+    text = (STATUS_MANIFESTS / name).read_text().replace("{gateway_class}", gateway_class).replace(
+        "{model_server_image}", model_server_image).replace("{inference_group}", api.group)
+    return json.dumps([api.spell_pool(d) if d.get("kind") == "InferencePool" else d
+                       for d in yaml.load_all(text, Loader=_Loader) if d])
+
+
 def apply(kube: Kube, docs: list[dict]) -> list[dict]:
+    """Apply a file's objects, all at once: they are independent (an implementation watches each kind
+    on its own, so it may see them in any order anyway)."""
     evidence.attach_yaml("applied manifests", docs)
-    return [kube.apply(d) for d in docs]
+    return kube.apply_all(docs)
 
 
 class PreconditionFailed(AssertionError):

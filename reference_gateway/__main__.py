@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import signal
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 from kubernetes import client, config
 
-from . import behaviours, faults
+from . import behaviours, dataplane, faults
 from .cache import Cache
 from .controller import Controller
 from .kube import Kube
@@ -52,8 +54,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="with --behaviour slow: seconds between an event and the status write (default: %(default)g)")
     p.add_argument("--rewrite-seconds", type=float, default=behaviours.DEFAULT_REWRITE_SECONDS, metavar="SECONDS",
                    help="with --behaviour frequent-rewrites: seconds between two rewrites (default: %(default)g)")
+    p.add_argument("--envoy-config-dir", metavar="DIR",
+                   help="also program an Envoy: write its listeners and clusters to DIR/lds.json and DIR/cds.json "
+                        "(an Envoy bootstrapped to read them from files takes them up; see README.md); "
+                        "without it, status only")
+    p.add_argument("--gateway-address", action="append", metavar="IP",
+                   help="with --envoy-config-dir: an address Envoy's listeners bind to, one per Gateway, reported in "
+                        f"its status.addresses; repeat it for more Gateways (default: {dataplane.DEFAULT_ADDRESS})")
+    p.add_argument("--epp-tls", action="store_true",
+                   help="with --envoy-config-dir: talk TLS to the endpoint picker (its certificate is not verified)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = p.parse_args(argv)
+    if not args.envoy_config_dir and (args.gateway_address or args.epp_tls):
+        p.error("--gateway-address and --epp-tls need --envoy-config-dir")
+    for address in args.gateway_address or []:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            p.error(f"--gateway-address: {address!r} is not an IP address")
     try:
         args.revisions = choose(args.api_revision or [DEFAULT])
     except ValueError as e:
@@ -94,10 +112,17 @@ def main(argv: list[str] | None = None) -> int:
 
     kube = Kube(api_client(args.kubeconfig))
     cache = Cache(args.controller_name, args.gateway_class, args.revisions)
-    controller = Controller(kube, cache)
-    log.info("starting: controller %s, API revision(s) %s%s", args.controller_name,
+    plane = None
+    if args.envoy_config_dir:
+        plane = dataplane.Dataplane(cache, dataplane.Options(
+            Path(args.envoy_config_dir).resolve(), tuple(args.gateway_address or [dataplane.DEFAULT_ADDRESS]),
+            epp_tls=args.epp_tls))
+    controller = Controller(kube, cache, plane)
+    log.info("starting: controller %s, API revision(s) %s%s%s", args.controller_name,
              ", ".join(f"{r.name} ({r.api.api_version})" for r in args.revisions),
-             f", GatewayClass {args.gateway_class}" if args.gateway_class else "")
+             f", GatewayClass {args.gateway_class}" if args.gateway_class else "",
+             f", Envoy configuration in {plane.options.config_dir} for {', '.join(plane.options.addresses)}"
+             if plane else "")
     controller.start()
     while not stop.wait(1.0):  # the timeout keeps the main thread responsive to signals
         pass

@@ -6,7 +6,9 @@ writes it only when it differs from what the object has. Writes are PUTs on
 `/status` with the resourceVersion that was read, so a concurrent writer makes
 the API server answer 409 and the worker recomputes from a fresh read instead
 of overwriting someone else's entries. The InferencePool APIs reconciled, one
-revision each, are the cache's (`World.revisions`).
+revision each, are the cache's (`World.revisions`). With a data plane
+(`dataplane.py`, `--envoy-config-dir`), every watch event also tells it to
+bring Envoy's configuration up to date, and Gateways report its address.
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from . import behaviours, faults, status
 from .cache import Cache
 from .kube import ApiError, Kube
 from .model import Item, Key, terminating
 from .watch import Watcher, start_watchers, wait_synced
+
+if TYPE_CHECKING:
+    from .dataplane import Dataplane
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +89,9 @@ class WorkQueue:
 
 
 class Controller:
-    def __init__(self, kube: Kube, cache: Cache) -> None:
+    def __init__(self, kube: Kube, cache: Cache, dataplane: Dataplane | None = None) -> None:
         self.kube, self.cache = kube, cache
+        self.dataplane = dataplane  # None: status only, no Envoy configuration written
         # Behaviour `slow`: every reconcile waits until its due time, item by item.
         self.queue = WorkQueue(behaviours.write_delay())
         self.stop_event = threading.Event()
@@ -102,7 +109,10 @@ class Controller:
         self._last_written: dict[Item, dict] = {}
 
     def start(self) -> None:
-        self.watchers = start_watchers(self.kube, self.cache, self.queue.add, self.stop_event)
+        self.watchers = start_watchers(self.kube, self.cache, self._enqueue, self.stop_event)
+        if self.dataplane is not None:
+            self.dataplane.start(self.kube, self.stop_event, self.queue.add,
+                                 lambda: wait_synced(self.watchers, self.stop_event))
         self._worker.start()
         if behaviours.on("frequent-rewrites"):
             self._rewriter.start()
@@ -112,6 +122,12 @@ class Controller:
         self.queue.close()
         if self._worker.is_alive():
             self._worker.join(timeout)
+
+    def _enqueue(self, items: set[Item]) -> None:
+        """A watch event's work items go onto the queue; the data plane (if any) looks again too."""
+        self.queue.add(items)
+        if self.dataplane is not None:
+            self.dataplane.poke()
 
     # -- the worker ------------------------------------------------------------
 
@@ -223,7 +239,12 @@ class Controller:
         if kind == "GatewayClass":  # ours-ness may have changed since the item was queued
             return (status.gatewayclass_status(obj, now) if self.cache.class_is_ours(obj) else unchanged), None
         if kind == "Gateway":
-            return (status.gateway_status(obj, now) if self.cache.gateway_is_ours(obj) else unchanged), None
+            if not self.cache.gateway_is_ours(obj):
+                return unchanged, None
+            st = status.gateway_status(obj, now)
+            if self.dataplane is not None:  # its address, and Programmed as the data plane has it
+                st = self.dataplane.gateway_status(st, obj, now)
+            return st, None
         if kind == "HTTPRoute":
             return status.route_status(obj, self.cache, now), None
         rev = self.cache.pool_kinds.get(kind)

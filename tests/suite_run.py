@@ -1,8 +1,14 @@
 """Run the conformance suite the way a user does, as a pytest subprocess, and read
-what each test did from its JUnit XML. Shared by the meta-tests."""
+what each test did from its JUnit XML. Shared by the meta-tests.
+
+Loaded into such a run (`-p tests.suite_run`, with ORDER_ENV naming a JSON file), this module is
+also a small pytest plugin that narrows the run to some of the suite's modules and puts some schema
+cases first: the CRD mutant meta-test uses it to stop (-x) at the first failure after a few tests.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
@@ -14,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -65,7 +73,12 @@ def junit_outcomes(path: Path) -> dict[str, str]:
 
 
 def run_suite(args: list[str], results_dir: Path, timeout: float = 900) -> SuiteRun:
-    """Run `pytest args...` in the checkout; results (JUnit, Allure, HTML) go to `results_dir`."""
+    """Run `pytest args...` in the checkout; results (JUnit, Allure, HTML) go to `results_dir`.
+
+    With --kubeconfig the traffic tier is left out (--skip-traffic): the clusters these tests start run no
+    Pods and no data plane unless the suite hosts them (the embedded default, tests/traffic/)."""
+    if any(a.startswith("--kubeconfig") for a in args) and "--skip-traffic" not in args:
+        args = [*args, "--skip-traffic"]
     done = subprocess.run([*PYTEST, f"--results-dir={results_dir}", *args],
                           cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=timeout)
@@ -137,13 +150,28 @@ def finished(proc: subprocess.Popen, out_path: Path, results_dir: Path, timeout:
 
 @contextmanager
 def started_clusters(count: int, crd_paths: list[Path]) -> Iterator[list]:
-    """`count` embedded clusters, started side by side and stopped afterwards."""
-    from conformance.cluster.embedded import EmbeddedCluster
+    """`count` embedded clusters, started one after the other and stopped afterwards.
 
-    clusters = [EmbeddedCluster(crd_paths=list(crd_paths)) for _ in range(count)]
+    Not side by side: the meta-tests start theirs at the same moment (CI starts them first), and
+    several API servers booting at once on two busy cores can keep one from answering its
+    controller manager within the controller manager's 10 s (it then exits). A control plane that
+    fails to start is started again, once, as a new one: that says nothing about what the
+    meta-tests judge."""
+    from conformance.cluster.embedded import ClusterError, EmbeddedCluster
+
+    clusters = []
     try:
-        with ThreadPoolExecutor(count) as pool:
-            list(pool.map(lambda c: c.start(), clusters))
+        for _ in range(count):
+            for attempt in (1, 2):
+                cluster = EmbeddedCluster(crd_paths=list(crd_paths))
+                try:
+                    cluster.start()
+                except ClusterError:  # start() has stopped it
+                    if attempt == 2:
+                        raise
+                    continue
+                clusters.append(cluster)
+                break
         yield clusters
     finally:
         for c in clusters:
@@ -178,3 +206,37 @@ def show(capsys, text: str) -> None:
     else:
         with capsys.disabled():
             print(text)
+
+
+# -- the plugin (-p tests.suite_run) ----------------------------------------------------
+
+ORDER_ENV = "IPC_META_ORDER"  # names a JSON file: {"modules": [file names], "first": [schema case names]}
+
+
+def ordered(where: Path, modules: list[str], first: list[str]) -> dict[str, str]:
+    """The environment entry that makes a run with `-p tests.suite_run` keep only the tests of
+    `modules` and run the schema cases named in `first` (every via of each) before the rest, in
+    that order; the JSON file it names is written to `where`."""
+    where.write_text(json.dumps({"modules": modules, "first": first}))
+    return {ORDER_ENV: str(where)}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = os.environ.get(ORDER_ENV)
+    if not path:
+        return
+    want = json.loads(Path(path).read_text())
+    modules = set(want.get("modules") or [])
+    if modules:
+        dropped = [i for i in items if i.path.name not in modules]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if i.path.name in modules]
+    rank = {name: n for n, name in enumerate(want.get("first") or [])}
+
+    def key(item: pytest.Item) -> int:
+        case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
+        return rank.get(getattr(case, "name", None), len(rank))
+
+    items.sort(key=key)  # stable: each case's vias, and everything not named, keep the suite's order

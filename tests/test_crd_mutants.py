@@ -18,6 +18,20 @@ stream of runs keeps about one core busy, because the pytest process and the
 API server take turns (request, answer); a second stream fills the other core
 for the price of a second control plane's start-up (about 8 s). Measured on a
 busy two-core machine: 6m53s with one cluster, 5m17s with two.
+
+What a run costs, and why it is the run it is. A mutant's run stops at the
+first failure (-x), so it runs the schema cases that write, expect or reject a
+value where the mutant changed the CRD first (crd_mutants.first_cases) and the
+rest of the tier after them: a killed mutant costs a few tests instead of up to
+the whole tier, and one that none of those cases kills (an equivalent one) still
+meets every test of the tier. Only the order changes, never the tests: each
+schema test is independent of the others (its own object, dry-run or in a
+namespace of its own). The run names the whole suite and is narrowed to the
+tier by the plugin of tests/suite_run.py, not by naming the tier's files: a run
+that names part of the suite collects the whole suite a second time, in a child
+process, to list the tests it left out, which cost about a second of CPU per
+mutant. Allure is off (-p no:allure_pytest): the verdict is the exit code and
+the first failure, and Allure's files per test cost about as much again.
 """
 
 from __future__ import annotations
@@ -35,13 +49,14 @@ import pytest
 import yaml
 from kubernetes import config
 
+from conformance import schema_cases
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.kube import Kube
 from conformance.revisions import GATEWAY_API_CRDS, REVISIONS
 
 from . import crd_mutants
 from .crd_swap import install
-from .suite_run import REPO, clean_env, on_free_workers, show, started_clusters
+from .suite_run import REPO, clean_env, on_free_workers, ordered, show, started_clusters
 
 # The newest revision of each API: between them they have every kind of validation the CRDs carry.
 JUDGED = ("seed", "v1.6")
@@ -49,7 +64,7 @@ JUDGED = ("seed", "v1.6")
 # the installed CRD with the revision's file, so it would kill every mutant (the equivalent ones
 # too) and hide the ones no request tells apart. test_crd_drift_unit.py checks it against these
 # mutants without a cluster.
-TIER = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
+TIER = ["test_schema.py", "test_status_subresource.py"]  # modules of conformance/tests/
 RUN_TIMEOUT = 600.0
 WORKERS = 2
 
@@ -70,29 +85,32 @@ class Outcome:
 _FIRST_FAILURE = re.compile(r"^(FAILED|ERROR) (\S+)", re.M)
 
 
-def run_tier(kubeconfig: Path, results_dir: Path, revision: str) -> tuple[int, str, str]:
-    """Run the schema tier as a user would: (exit code, first failing test or "", output).
+def run_tier(kubeconfig: Path, results_dir: Path, revision: str, first: list[str]) -> tuple[int, str, str]:
+    """Run the schema tier as a user would, the cases named in `first` first: (exit code, first
+    failing test or "", output).
 
-    Its JUnit XML, Allure results and HTML page go to `results_dir`, not into
-    the checkout's reports/out/.
+    Its JUnit XML and HTML page go to `results_dir`, not into the checkout's reports/out/.
     """
-    argv = [sys.executable, "-m", "pytest", *TIER, "-x", "-q", "-p", "no:cacheprovider",
+    argv = [sys.executable, "-m", "pytest", "conformance/tests", "-x", "-q", "-p", "no:cacheprovider",
+            "-p", "no:allure_pytest", "-p", "tests.suite_run",
             f"--kubeconfig={kubeconfig}", "--allow-crds-mismatch", "--api-revision", revision,
             # Keep the namespaces: the cluster is thrown away anyway, and waiting for
             # each run's namespaces to finish terminating would double its time.
             "--cleanup-test-resources=false", "--cleanup-base-resources=false",
             f"--results-dir={results_dir}"]
-    done = subprocess.run(argv, cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, capture_output=True,
+    env = {**clean_env(), **ordered(results_dir / "order.json", TIER, first)}
+    done = subprocess.run(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=RUN_TIMEOUT)
-    first = _FIRST_FAILURE.search(done.stdout)
+    found = _FIRST_FAILURE.search(done.stdout)
     name = ""
-    if first:
-        name = first.group(2).removeprefix("conformance/tests/")
-        name = f"ERROR {name}" if first.group(1) == "ERROR" else name
+    if found:
+        name = found.group(2).removeprefix("conformance/tests/")
+        name = f"ERROR {name}" if found.group(1) == "ERROR" else name
     return done.returncode, name, done.stdout + done.stderr
 
 
-def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path, revision: str) -> Outcome:
+def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path, revision: str,
+          first: list[str] = ()) -> Outcome:
     started = time.monotonic()
     refusal = install(kube, crd)
     if refusal is not None:
@@ -100,13 +118,13 @@ def judge(kube: Kube, kubeconfig: Path, crd: dict, results_base: Path, revision:
         return Outcome(REFUSED, f"HTTP {refusal.status}: {causes or refusal.body.get('message', '')}",
                        time.monotonic() - started)
     results_dir = Path(tempfile.mkdtemp(prefix="run-", dir=results_base))
-    code, first, output = run_tier(kubeconfig, results_dir, revision)
+    code, failed, output = run_tier(kubeconfig, results_dir, revision, list(first))
     if code in (0, 1):
         shutil.rmtree(results_dir, ignore_errors=True)  # a few MB per run; the table says what matters
     if code == 0:
         return Outcome(SURVIVED, "", time.monotonic() - started)
     if code == 1:
-        return Outcome(KILLED, first or "(no FAILED line)", time.monotonic() - started)
+        return Outcome(KILLED, failed or "(no FAILED line)", time.monotonic() - started)
     tail = "\n".join(output.strip().splitlines()[-30:])
     pytest.fail(f"the schema tier could not run (exit {code}), which says nothing about the mutant "
                 f"(its results: {results_dir}):\n{tail}", pytrace=False)
@@ -138,8 +156,8 @@ class Worker:
     kube: Kube
     results: Path  # where the schema tier's runs on this cluster write their results
 
-    def judge(self, crd: dict, revision: str) -> Outcome:
-        return judge(self.kube, self.cluster.kubeconfig, crd, self.results, revision)
+    def judge(self, crd: dict, revision: str, first: list[str] = ()) -> Outcome:
+        return judge(self.kube, self.cluster.kubeconfig, crd, self.results, revision, first)
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +187,9 @@ def test_every_loosened_crd_fails_the_schema_tier(workers, capsys, revision):
     baseline = workers[0].judge(crd, revision)
     assert baseline.status == SURVIVED, f"the schema tier fails on the generated CRD itself: {baseline}"
 
-    verdicts = on_free_workers(workers, [m.crd for m in mutants], lambda w, c: w.judge(c, revision))
+    cases = [c for c in schema_cases.load_all()[1] if c.expectation(REVISIONS[revision]) is not None]
+    verdicts = on_free_workers(workers, mutants,
+                               lambda w, m: w.judge(m.crd, revision, crd_mutants.first_cases(m, cases)))
     rows = list(zip([m.name for m in mutants], verdicts, strict=True))
     report = table(rows)
     expected = len(mutants) - len(equivalent) - len(refused)

@@ -247,3 +247,81 @@ def test_the_generated_crd_gets_mutants_of_every_kind():
                  "preserve unknown fields at spec.extensionRef", "drop status subresource of v1alpha2",
                  "drop minimum at status.parent[].conditions[].observedGeneration"):
         assert name in names
+
+
+# -- which schema cases a mutant's run tries first ----------------------------------
+
+
+def test_steps_read_list_items_and_indices_alike():
+    assert crd_mutants.steps("status.parents[0].conditions[].type") == (
+        "status", "parents", "[]", "conditions", "[]", "type")
+    assert crd_mutants.steps("status.parents.0.conditions") == ("status", "parents", "[]", "conditions")
+    assert crd_mutants.steps("spec.selector.*") == ("spec", "selector", "*")
+    assert crd_mutants.steps(crd_mutants.ROOT) == crd_mutants.steps("") == ()
+
+
+def test_each_mutant_reaches_its_field_its_required_entry_or_status():
+    crd = _crd(_obj(spec={**_obj(a={"type": "string", "maxLength": 3}), "required": ["a"]}),
+               subresources={"status": {}})
+    by = _by_name(crd)
+    assert by["drop maxLength at spec.a"].reaches == "spec.a"
+    assert by["drop required a at spec"].reaches == "spec.a"
+    assert by["preserve unknown fields at (root)"].reaches == ""
+    assert by["drop status subresource of v1alpha2"].reaches == "status"
+
+
+def _case(name, patch=None, **expect):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, patch=patch or {}, replace={}, expect={"r": expect})
+
+
+def test_the_case_that_names_the_field_comes_first():
+    cases = [
+        _case("elsewhere", {"spec": {"b": 1}}, outcome="rejected", causes=[{"field": "spec.b"}]),
+        _case("writes-a", {"spec": {"a": "x"}}, outcome="accepted", result={}, absent=[]),
+        _case("below-a", {"spec": {"a": {"c": 1}}}, outcome="rejected", causes=[{"field": "spec.a.c"}]),
+        _case("rejects-a", {"spec": {"a": "xxxx"}}, outcome="rejected", causes=[{"field": "spec.a"}]),
+        _case("defaults-a", {"spec": {"a": None}}, outcome="accepted", result={"spec": {"a": "d"}}, absent=[]),
+    ]
+    drop = crd_mutants.Mutant("drop maxLength at spec.a", "spec.a", "/x", {}, "spec.a")
+    default = crd_mutants.Mutant("drop default at spec.a", "spec.a", "/x", {}, "spec.a")
+    assert crd_mutants.first_cases(drop, cases) == ["rejects-a", "below-a", "writes-a", "defaults-a"]
+    assert crd_mutants.first_cases(default, cases) == ["defaults-a", "writes-a", "below-a", "rejects-a"]
+    assert crd_mutants.first_cases(crd_mutants.Mutant("m", crd_mutants.ROOT, "/x", {}, ""), cases) == []
+
+
+@pytest.mark.parametrize("revision", ["seed", "v1.6"])
+def test_every_mutant_below_the_root_has_cases_to_try_first(revision):
+    """A mutant of a field no case writes, expects or rejects would be run through the whole tier
+    in suite order: still judged, only slowly. The cases cover every field the CRDs validate."""
+    from conformance import schema_cases
+
+    cases = [c for c in schema_cases.load_all()[1] if c.expectation(REVISIONS[revision]) is not None]
+    crd = yaml.safe_load(REVISIONS[revision].crd.read_text())
+    without = [m.name for m in mutants(crd) if m.reaches and not crd_mutants.first_cases(m, cases)]
+    assert not without
+
+
+def test_the_run_keeps_the_tier_and_puts_the_named_cases_first(tmp_path, monkeypatch):
+    """The plugin a mutant's run loads (-p tests.suite_run): the tier's modules only, named cases first."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from . import suite_run
+
+    def item(module, case=None):
+        params = {"case": SimpleNamespace(name=case)} if case else {}
+        return SimpleNamespace(path=Path(module), callspec=SimpleNamespace(params=params), name=f"{module}:{case}")
+
+    items = [item("test_schema.py", "a"), item("test_other.py"), item("test_schema.py", "b"),
+             item("test_status_subresource.py"), item("test_schema.py", "c")]
+    deselected = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items)))
+    monkeypatch.setenv(*next(iter(suite_run.ordered(tmp_path / "order.json",
+                                                    ["test_schema.py", "test_status_subresource.py"],
+                                                    ["c", "b"]).items())))
+    suite_run.pytest_collection_modifyitems(config, items)
+    assert [i.name for i in items] == ["test_schema.py:c", "test_schema.py:b", "test_schema.py:a",
+                                       "test_status_subresource.py:None"]
+    assert [i.name for i in deselected] == ["test_other.py:None"]

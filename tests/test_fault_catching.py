@@ -9,14 +9,6 @@ other test must pass (or be not-applicable): a fault caught by the wrong test
 is a collateral failure and counts against the suite. A baseline run with no
 fault must pass whole.
 
-Runs share control planes: each of WORKERS clusters takes the next fault when
-it is free (as in test_crd_mutants.py), and each run uses two pytest-xdist
-workers, fed one test at a time, since a faulty run spends most of its time
-waiting for status that never comes (shortened to 10 s per wait, against the
-upstream 300 s). Between runs nothing of the previous
-one is left: the suite deletes its namespaces and waits for them to go, and the
-implementation is stopped before the next starts.
-
 Every run judges both APIs at once, as on a cluster of GIE v1.0 - v1.4: the
 worker clusters have the v1alpha2 CRD (seed, or v0.5 for the faults and
 behaviours that need its placeholder parent) and the GA API's newest, and the
@@ -30,6 +22,33 @@ whole-suite run that must have no failure at all: a test that fails there
 fails a conformant implementation. These runs use the suite's default
 timeouts, as an implementer would, so the slow behaviour's 30 s must fit
 within them. tests/fault_catches.yaml lists the behaviours under `benign:`.
+
+Runs share control planes, and each run must leave its cluster as it found
+it: the objects of the kinds the suite creates are compared before and after
+every run (a run that leaves something behind, or removes something, fails
+the test whatever its verdict). Each of WORKERS clusters takes
+the next run when it is free, the longest first (the slow behaviour, then the
+faults most tests catch), so that no long run starts last. Between runs
+nothing of the previous one is left: the suite deletes its namespaces and
+waits for them to go, and the implementation is stopped before the next
+starts.
+
+What a run costs, and why it is the run it is. The API server's side of a
+whole-suite run (creating and deleting about a hundred namespaces, each swept
+by the namespace controller) is the same whatever the meta-test does; what it
+chooses is the rest:
+- one pytest process per run (-p no:xdist), not two workers: a faulty run
+  mostly waits out short timeouts (10 s per wait, against the upstream 300 s)
+  and settle windows, which cost no CPU, and concurrency comes from more
+  clusters instead; two workers cost a controller, a second worker and a
+  second collection of the whole suite (the controller lists the tests it
+  did not collect itself), about 5 s of CPU per run. Only the slow behaviour,
+  whose every status test waits 30 s or more, runs with several workers
+  (`workers:` in fault_catches.yaml).
+- Allure off (-p no:allure_pytest): the verdicts are read from the JUnit XML,
+  and Allure's files per test are a second report of the same outcomes (about
+  2 s of CPU per run). Nothing a test does depends on it: its evidence is
+  attached only when a listener is there.
 """
 
 from __future__ import annotations
@@ -38,7 +57,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -47,7 +66,7 @@ from kubernetes import config
 
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.features import REFERENCE_GATEWAY_CLASS
-from conformance.kube import Kube
+from conformance.kube import ApiError, Kube
 from conformance.revisions import APIS, DEFAULT, GATEWAY_API_CRDS, REVISIONS
 from reference_gateway.behaviours import BEHAVIOURS
 from reference_gateway.faults import FAULTS
@@ -70,7 +89,7 @@ from .suite_run import (
 CATCHES = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
 BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
 EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault != "benign"}
-WORKERS = 3  # a faulty run mostly waits out short timeouts: three side by side fit two cores
+WORKERS = 5  # a faulty run mostly waits: five single-process runs side by side keep two cores busy
 GA = "v1.6"  # the GA API's revision every run judges beside the v1alpha2 one
 # The reference implementation answers in milliseconds; a fault that makes it never
 # answer should cost seconds, not the upstream five minutes per test.
@@ -124,6 +143,8 @@ class Verdict:
     seconds: float
     results: Path | None = None  # kept when a benign run failed
     missing_evidence: str = ""  # for a benign run: what its log should have shown and did not
+    left_behind: list = field(default_factory=list)  # objects of KINDS after the run that were not there before
+    removed: list = field(default_factory=list)  # and the other way round
 
     @property
     def fault(self) -> str:
@@ -157,6 +178,29 @@ class Verdict:
         return self.run.returncode == 0 and not self.failed and not self.missing_evidence
 
 
+# Everything a run may create, and so must have deleted by its end: (apiVersion, kind).
+KINDS = [("v1", "Namespace"), ("v1", "Service"), ("v1", "Pod"),
+         ("gateway.networking.k8s.io/v1", "Gateway"), ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+         ("gateway.networking.k8s.io/v1", "GatewayClass"),
+         *((api.api_version, "InferencePool") for api in APIS.values())]
+
+
+def inventory(kube: Kube) -> set[tuple[str, str, str, str]]:
+    """(kind, namespace, name, uid) of every object of KINDS, in all namespaces (an API whose CRD is
+    not installed has none)."""
+    out = set()
+    for api_version, kind in KINDS:
+        try:
+            items = kube.list(api_version, kind, None)["items"]
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            items = []
+        out |= {(kind, o["metadata"].get("namespace", ""), o["metadata"]["name"], o["metadata"]["uid"])
+                for o in items}
+    return out
+
+
 @dataclass
 class Worker:
     cluster: EmbeddedCluster
@@ -173,21 +217,21 @@ class Worker:
     def judge(self, job: Job) -> Verdict:
         started = time.monotonic()
         self.use_revision(job.revision)
+        before = inventory(self.kube)
         tag = f"{job.name}-{job.revision}"
         log = self.results / f"implementation-{tag}.log"
         implementation = start_reference(self.cluster.kubeconfig, log, job.revision,
                                          [job.fault] if job.fault else [], [job.behaviour] if job.behaviour else [],
                                          ["--api-revision", GA])
         results = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=self.results))
-        if job.behaviour:
-            # As an implementer runs it: the default timeouts. More pytest workers
-            # when the behaviour makes every test wait (they wait, they do not compute).
-            workers = str(BENIGN[job.behaviour].get("workers", 2))
-            args = ["-n", workers, "--maxschedchunk=1"]
-        else:
-            # Most of a faulty run is waiting out timeouts: two at a time, handed
-            # out one test at a time (in chunks, the status tests bunch up on one worker).
-            args = ["--timeout-config-overrides", TIMEOUTS, "-n", "2", "--maxschedchunk=1"]
+        # One process, or more workers when the behaviour makes every test wait (they wait, they do
+        # not compute), handed out one test at a time (in chunks, the status tests bunch up).
+        workers = BENIGN.get(job.behaviour, {}).get("workers")
+        args = ["-n", str(workers), "--maxschedchunk=1"] if workers else ["-p", "no:xdist"]
+        args += ["-p", "no:allure_pytest"]
+        if not job.behaviour:
+            # A fault run, or the baseline that gives its catches their meaning: short timeouts.
+            args += ["--timeout-config-overrides", TIMEOUTS]
         try:
             run = run_suite([f"--kubeconfig={self.cluster.kubeconfig}", "--gateway-class", REFERENCE_GATEWAY_CLASS,
                              *args], results, timeout=BENIGN_RUN_TIMEOUT if job.behaviour else 900)
@@ -198,6 +242,8 @@ class Worker:
             pytest.fail(f"the suite could not run with {job.label} (exit {run.returncode}), "
                         f"which says nothing about it (results: {results}):\n{tail}", pytrace=False)
         verdict = Verdict(job, run, time.monotonic() - started, results)
+        after = inventory(self.kube)
+        verdict.left_behind, verdict.removed = sorted(after - before), sorted(before - after)
         if job.behaviour in EVIDENCE:
             what, shown = EVIDENCE[job.behaviour]
             if not shown(log.read_text(errors="replace")):
@@ -260,12 +306,21 @@ def failure_lines(results: Path) -> str:
 
 
 def jobs() -> list[Job]:
-    """Every fault and every benign run; the long benign runs first (they overlap the faults),
-    the runs on other revisions last, so each cluster swaps its CRD at most once."""
-    out = [Job(fault=f, revision=EXPECTED[f].get("revision", DEFAULT)) for f in FAULTS]
+    """The baseline, every fault and every benign run, the longest first: the runs with more pytest
+    workers (every test waits), then the faults by how many tests must catch them (each failing test
+    waits out a timeout or a settle window), then the rest. A cluster swaps its v1alpha2 CRD when the
+    next run needs another revision (a second or so)."""
+    out = [Job()]
+    out += [Job(fault=f, revision=EXPECTED[f].get("revision", DEFAULT)) for f in FAULTS]
     out += [Job(behaviour=b, revision=r) for b, entry in BENIGN.items() for r in entry.get("revisions", [DEFAULT])]
-    return sorted(out, key=lambda j: (j.revision != DEFAULT, -BENIGN.get(j.behaviour, {}).get("workers", 0),
-                                      j.behaviour == "", j.name))
+
+    def waits(job: Job) -> int:
+        if not job.fault:
+            return 0
+        entry = EXPECTED[job.fault]
+        return len(entry["caught_by"]) * len(entry.get("apis", APIS))
+
+    return sorted(out, key=lambda j: (-BENIGN.get(j.behaviour, {}).get("workers", 0), -waits(j), j.name, j.revision))
 
 
 def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
@@ -282,14 +337,10 @@ def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
         assert not unknown, f"benign {behaviour}: only revisions and workers may be given, not {sorted(unknown)}"
         assert set(entry.get("revisions", [DEFAULT])) <= set(REVISIONS), f"benign {behaviour}: unknown revision"
 
-    # The clean implementation must pass whole, or every "catch" below would mean nothing.
-    baseline = workers[0].judge(Job())
-    assert baseline.run.returncode == 0 and not baseline.failed, (
-        f"the suite fails on the reference implementation with no fault: {sorted(baseline.failed)}\n"
-        + baseline.run.output[-3000:])
+    everything = on_free_workers(workers, jobs(), Worker.judge)
+    baseline = next(v for v in everything if v.job == Job())
     known = set(baseline.run.outcomes)
-
-    verdicts = on_free_workers(workers, jobs(), Worker.judge)
+    verdicts = [v for v in everything if v is not baseline]
     faulty = [v for v in verdicts if v.fault]
     benign = [v for v in verdicts if v.job.behaviour]
     report = table(verdicts)
@@ -301,16 +352,25 @@ def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
                f"benign: {clean}/{len(benign)} runs with zero failures "
                f"({len(BENIGN)} behaviours, {sum(len(v.failed) for v in benign)} failure(s) in all)\n"
                f"{len(workers)} cluster(s); baseline {baseline.seconds:.0f}s, "
-               f"total {time.monotonic() - started:.0f}s after start-up")
+               f"total {time.monotonic() - started:.0f}s after start-up; "
+               f"objects left behind: {sum(len(v.left_behind) for v in everything)}, "
+               f"removed: {sum(len(v.removed) for v in everything)}")
     show(capsys, f"\n{report}\n{summary}")
 
-    problems = [f"{v.fault}: expected to be caught by {sorted(v.expected)}, failed {sorted(v.failed)}"
-                for v in faulty if not v.caught]
+    problems = []
+    if baseline.run.returncode != 0 or baseline.failed:
+        # The clean implementation must pass whole, or every "catch" would mean nothing.
+        problems.append(f"the suite fails on the reference implementation with no fault (exit "
+                        f"{baseline.run.returncode}): {sorted(baseline.failed)}\n" + baseline.run.output[-3000:])
+    problems += [f"{v.fault}: expected to be caught by {sorted(v.expected)}, failed {sorted(v.failed)}"
+                 for v in faulty if not v.caught]
     problems += [f"benign {v.job.behaviour} ({v.revision}): a conformant implementation failed "
                  f"{sorted(v.failed) or '(exit ' + str(v.run.returncode) + ')'}"
                  + (f"; {v.missing_evidence}" if v.missing_evidence else "")
                  + (f" (results: {v.results})\n" + failure_lines(v.results) if v.failed and v.results else "")
                  for v in benign if not v.clean]
+    problems += [f"{v.job.label} ({v.revision}) changed the cluster: left behind {v.left_behind[:5]}, "
+                 f"removed {v.removed[:5]}" for v in everything if v.left_behind or v.removed]
     stale = sorted({t for v in faulty for t in v.expected} - known
                    - {t for v in verdicts for t in v.run.outcomes})
     if stale:

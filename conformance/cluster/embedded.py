@@ -196,18 +196,6 @@ class EmbeddedCluster:
             "--profiling=false",
             *self.apiserver_args,
         ])
-        # The controller-manager waits for the API server itself.
-        cm_kubeconfig = self.dir / "controller-manager.kubeconfig"
-        _write_yaml(cm_kubeconfig, _kubeconfig(self.server, certs.ca, "controller-manager", certs.controller_manager))
-        self._spawn(kcp, "kube-controller-manager", [
-            f"--kubeconfig={cm_kubeconfig}",
-            "--secure-port=0",
-            "--leader-elect=false",
-            f"--controllers={','.join(_CONTROLLERS)}",
-            f"--service-account-private-key-file={certs.sa_key}",
-            f"--root-ca-file={certs.ca}",
-            "--use-service-account-credentials=false",
-        ])
         ctx = ssl.create_default_context(cafile=str(certs.ca))
         ctx.load_cert_chain(str(certs.admin.cert), str(certs.admin.key))
         self._ssl = ctx
@@ -221,6 +209,20 @@ class EmbeddedCluster:
                                        "/etcd-templates and start again")
         else:
             self._wait(deadline, "kube-apiserver /readyz", lambda: self._get("/readyz") is not None)
+        # Only now: the controller manager gives up (exits) when the API server is not healthy
+        # within 10 s of its start, which a loaded machine can take; it needs a moment to start,
+        # and the first namespace a client creates is what first needs it.
+        cm_kubeconfig = self.dir / "controller-manager.kubeconfig"
+        _write_yaml(cm_kubeconfig, _kubeconfig(self.server, certs.ca, "controller-manager", certs.controller_manager))
+        self._spawn(kcp, "kube-controller-manager", [
+            f"--kubeconfig={cm_kubeconfig}",
+            "--secure-port=0",
+            "--leader-elect=false",
+            f"--controllers={','.join(_CONTROLLERS)}",
+            f"--service-account-private-key-file={certs.sa_key}",
+            f"--root-ca-file={certs.ca}",
+            "--use-service-account-credentials=false",
+        ])
 
     def _wait_ready(self, deadline: float) -> None:
         self._wait(deadline, "the default ServiceAccount",
@@ -245,15 +247,18 @@ class EmbeddedCluster:
         self._procs.clear()
 
     def stop(self) -> None:
-        """Stop every process (API server first, etcd last) and remove the directory."""
+        """Stop every process and remove the directory.
+
+        The cluster's data goes with the directory, so the components are
+        killed outright rather than asked to shut down (kube-apiserver's
+        graceful shutdown alone takes about a second): none of them has
+        anything left to write that anyone would read.
+        """
         for proc in reversed(self._procs):
             if proc.popen.poll() is None:
-                proc.popen.terminate()
-                try:
-                    proc.popen.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.popen.kill()
-                    proc.popen.wait()
+                proc.popen.kill()
+        for proc in self._procs:
+            proc.popen.wait()
         self._procs.clear()
         for fd in (self._lifeline, self._lifeline_read):
             if fd is not None:

@@ -7,7 +7,8 @@ import pytest
 
 from conformance import conditions
 
-pytestmark = [pytest.mark.rule("C6"), pytest.mark.features("SupportInferencePool")]
+# slow: it waits for the next second three times (lastTransitionTime has one-second resolution).
+pytestmark = [pytest.mark.rule("C6"), pytest.mark.features("SupportInferencePool"), pytest.mark.slow]
 
 
 def _condition(pool, topology, ctype):

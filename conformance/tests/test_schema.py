@@ -3,9 +3,11 @@
 These judge only the API server and its installed CRD, never the implementation,
 so nothing an implementation does may change their verdict: a controller may
 write any pool's status the moment it appears. Dry-run cases persist nothing;
-the others create real objects in the test's own namespace (deleted afterwards),
-read them back as stored by the create, and update them without a
-resourceVersion precondition (see conformance/schema_cases.py).
+the others create real objects, each named for its case and way of sending
+(`schema_cases.object_name`), in a namespace the session's schema cases share
+(each test's object is deleted at its end), read them back as stored by the
+create, and update them without a resourceVersion precondition (see
+conformance/schema_cases.py).
 
 The tests are parametrized over the cases of every API (`v1alpha2`, `v1`);
 each case carries its API (`Case.api`), and a case runs only with the
@@ -44,7 +46,7 @@ def _skip_unless_applies(case, revision):
 @pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "spec"))
 def test_schema_spec(case, via, kube, api_revision, request):
     _skip_unless_applies(case, api_revision)
-    namespace = request.getfixturevalue("base_namespace" if via == "dry-run" else "namespace")
+    namespace = request.getfixturevalue("base_namespace" if via == "dry-run" else "shared_namespace")
     schema_cases.run_spec_case(kube, BASES[case.api], case, via, api_revision, namespace)
 
 

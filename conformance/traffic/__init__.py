@@ -6,12 +6,16 @@ judge those, so this tier runs one on this machine: backends that stand in for m
 endpoint picker (EPP), and a gateway proxy in front of them.
 
 Those processes are handed pod and Service addresses (10.x), which exist on no network the suite
-owns. An EPP that polls them outside a sandbox would send packets through the machine's default route
-to whoever holds those addresses there. So the tier's first part, and the only one so far, is the
-network sandbox and its guard (`netns`): a network namespace with nothing but loopback, and a single
-door, `netns.start_process`, through which every traffic process is started and which refuses a
-process handed a non-loopback address unless it starts inside that namespace. Where no namespace can
-be made, the tier is skipped with one line (`netns.available()`), never run outside one.
+owns. So on the embedded cluster every one of them runs inside a network namespace of the suite's own
+(`netns.Sandbox`, with nothing but loopback), started through one door, `netns.start_process`, which
+refuses a process handed a non-loopback address outside it. Where no namespace can be made, the tier is
+skipped with one line (`netns.available()`), never run outside one.
 
-Parts to come: the backends, the EPP, the gateway proxy, and the T1-T8 tests that drive them.
+The parts: `netns` (the sandbox and the guard), `bridge` (the API server reachable inside, a Gateway's
+listener reachable outside), `kubelet` (runs the traffic manifests' Pods as processes on pod addresses)
+and `backend` (the model server they run), `epp` (upstream's endpoint picker, built from the Go module
+proxy), `envoy` (the real data plane the implementation under test programs), `embedded` (all of them
+as one `DataPlane`, started with the implementation), `manifests` (the topologies of
+manifests/traffic/), `client` and `stats` (requests, consistency, the binomial tolerance of weighted
+splits), and `tier` (what a traffic test holds: the `traffic` fixture).
 """

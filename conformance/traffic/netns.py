@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -108,6 +109,7 @@ class Sandbox:
         self._holder: subprocess.Popen | None = None
         self._fds: dict[str, int] = {}  # nsenter option ("net", "user") -> an fd pinning that namespace
         self._procs: list[subprocess.Popen] = []
+        self._lock = threading.Lock()  # components of the tier add and remove addresses from their threads
 
     def __enter__(self) -> Sandbox:
         self.start()
@@ -161,14 +163,48 @@ class Sandbox:
         addrs = [ipaddress.ip_address(ip) for ip in ips]
         if loopback := [str(a) for a in addrs if a.is_loopback]:
             raise ValueError(f"{', '.join(loopback)}: loopback is on lo already; pod addresses are not loopback")
-        lines = "".join(f"address add {a}/{a.max_prefixlen} dev lo\n" for a in addrs)
-        self.run(["ip", "-batch", "-"], input=lines)
-        self.addresses += [str(a) for a in addrs]
+        with self._lock:
+            new = [a for a in addrs if str(a) not in self.addresses]
+            if new:
+                lines = "".join(f"address add {a}/{a.max_prefixlen} dev lo\n" for a in new)
+                self.run(["ip", "-batch", "-"], input=lines)
+                self.addresses += [str(a) for a in new]
+
+    def remove_address(self, *ips: str) -> None:
+        """Take pod addresses off the sandbox's lo (those not on it are ignored)."""
+        with self._lock:
+            gone = [ipaddress.ip_address(ip) for ip in ips if str(ipaddress.ip_address(ip)) in self.addresses]
+            if gone:
+                self.run(["ip", "-force", "-batch", "-"],
+                         input="".join(f"address del {a}/{a.max_prefixlen} dev lo\n" for a in gone), check=False)
+                self.addresses = [a for a in self.addresses if ipaddress.ip_address(a) not in gone]
+
+    def listening(self, port: int, address: str | None = None) -> bool:
+        """Whether some process inside listens on TCP `port` (on `address`, or on any address)."""
+        pid = self.holder_pid
+        if pid is None:
+            return False
+        want = None if address is None else ipaddress.ip_address(address)
+        for table in ("tcp", "tcp6"):
+            try:
+                rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                local, state = row.split()[1], row.split()[3]
+                host, hex_port = local.split(":")
+                if state != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
+                    continue
+                if want is None or _proc_net_address(host) in (want, ipaddress.ip_address("0.0.0.0"),
+                                                               ipaddress.ip_address("::")):
+                    return True
+        return False
 
     def popen(self, argv: Sequence[str], **kw) -> subprocess.Popen:
         """Start argv inside the namespace, in a session of its own; the sandbox stops it on exit."""
         proc = subprocess.Popen(self._enter(argv), **self._kw(kw), start_new_session=True)
-        self._procs.append(proc)
+        with self._lock:
+            self._procs = [p for p in self._procs if p.poll() is None] + [proc]  # forget the reaped
         return proc
 
     def run(self, argv: Sequence[str], **kw) -> subprocess.CompletedProcess:
@@ -241,6 +277,12 @@ class Sandbox:
         """Popen's keywords with the pinned namespace fds passed on to nsenter (the program keeps them
         open: they name only the namespaces it is in)."""
         return {**kw, "pass_fds": (*kw.get("pass_fds", ()), *self._fds.values())}
+
+
+def _proc_net_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address as /proc/net/tcp{,6} writes it: hex, in host byte order per 32-bit word."""
+    raw = bytes.fromhex(host)
+    return ipaddress.ip_address(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
 
 
 def _signal_group(proc: subprocess.Popen, sig: signal.Signals) -> None:

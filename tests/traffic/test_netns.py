@@ -161,3 +161,18 @@ def test_nothing_outlives_the_sandbox():
     assert sb.holder_pid is None and sb.pids() == []
     # This process no longer pins the namespace either: with no process and no fd, it is gone.
     assert net not in {netns._ns_id(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+
+
+def test_addresses_come_and_go_and_listeners_are_seen(sandbox):
+    """remove_address takes a pod address off lo; listening() sees a server inside on its address."""
+    sandbox.add_address("10.244.3.1", "10.244.3.2")
+    sandbox.add_address("10.244.3.1")  # already there: nothing to do
+    server = sandbox.popen([*PROBE, "serve", "10.244.3.1", "7070"],
+                           stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline().strip() == "listening"
+    assert sandbox.listening(7070) and sandbox.listening(7070, "10.244.3.1")
+    assert not sandbox.listening(7070, "10.244.3.2") and not sandbox.listening(7071)
+    sandbox.remove_address("10.244.3.2", "10.244.9.9")
+    assert "10.244.3.2" not in sandbox.addresses and "10.244.3.1" in sandbox.addresses
+    shown = sandbox.run(["ip", "-o", "address", "show", "dev", "lo"]).stdout
+    assert "10.244.3.1/32" in shown and "10.244.3.2/32" not in shown

@@ -1,0 +1,98 @@
+"""Requests to a Gateway, as upstream's traffic tests send them, and the answers they judge.
+
+Requests are POSTs with a JSON body like upstream's (`{"model": ..., "prompt": ...}`): an endpoint
+picker reads the body, and a gateway that streams bodies must carry it. The answer of a model server
+(Gateway API's echo server, or the suite's stand-in) is JSON naming the Pod that served; the test EPP's
+verifier adds `x-conformance-test-served-endpoint`. `until_consistent` waits for a state the way the
+traffic rules ask: it passes after `times` answers in a row meet the check, never after a sleep, and
+fails with one line describing the last answer.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+BODY = {"model": "conformance-fake-model",
+        "prompt": "Answer with no disclaimers: what are the advantages and disadvantages of genetically modified food?"}
+SELECTION_HEADER = "test-epp-endpoint-selection"  # upstream's test EPP keeps only the endpoints named here
+SERVED_HEADER = "x-conformance-test-served-endpoint"  # upstream's test EPP: the endpoint the gateway says served
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int  # 0: no HTTP answer at all (see `error`)
+    headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
+    body: bytes = b""
+    error: str = ""
+
+    @property
+    def echo(self) -> dict:
+        """The model server's JSON answer ({} when the body is not one)."""
+        try:
+            data = json.loads(self.body)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def pod(self) -> str | None:
+        return self.echo.get("pod")
+
+    @property
+    def served(self) -> str | None:
+        return self.headers.get(SERVED_HEADER)
+
+    def describe(self) -> str:
+        if self.error:
+            return f"no answer ({self.error})"
+        who = f" served by pod {self.pod}" if self.pod else ""
+        text = "" if self.pod else f" body {self.body[:120]!r}"
+        return f"HTTP {self.status}{who}{text}"
+
+
+def post(target: str, *, host: str = "", path: str = "/", headers: Mapping[str, str] | None = None,
+         body: Mapping | None = None, timeout: float = 10.0) -> Answer:
+    """POST a JSON body to `target` ("address:port"); connection failures come back as status 0."""
+    address, _, port = target.rpartition(":")
+    payload = json.dumps(BODY if body is None else body).encode()
+    conn = http.client.HTTPConnection(address.strip("[]"), int(port), timeout=timeout)
+    try:
+        conn.request("POST", path, body=payload, headers={
+            "Host": host or address, "Content-Type": "application/json", **(headers or {})})
+        res = conn.getresponse()
+        return Answer(res.status, {k.lower(): v for k, v in res.getheaders()}, res.read())
+    except (OSError, http.client.HTTPException) as e:
+        return Answer(0, error=f"{type(e).__name__}: {e}")
+    finally:
+        conn.close()
+
+
+def many(send: Callable[[], Answer], n: int = 100, concurrency: int = 10) -> list[Answer]:
+    """n answers of `send`, at most `concurrency` at a time (upstream: 100 requests, 10 at a time)."""
+    with ThreadPoolExecutor(concurrency) as pool:
+        return list(pool.map(lambda _: send(), range(n)))
+
+
+class NotConsistent(AssertionError):
+    """The answers did not meet the check `times` in a row before the deadline."""
+
+
+def until_consistent(send: Callable[[], Answer], check: Callable[[Answer], str | None], *, what: str,
+                     timeout: float, times: int = 3) -> Answer:
+    """Send until `times` answers in a row pass `check` (which returns None, or what is wrong)."""
+    deadline, good, last, problem = time.monotonic() + timeout, 0, None, "no request sent"
+    while True:
+        last = send()
+        problem = check(last)
+        good = 0 if problem else good + 1
+        if good >= times:
+            return last
+        if time.monotonic() >= deadline:
+            raise NotConsistent(f"{what}: {problem} (last answer: {last.describe()}; waited {timeout:g}s "
+                                f"for {times} consistent answers)")
+        time.sleep(0.05 if problem else 0)

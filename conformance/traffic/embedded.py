@@ -1,0 +1,161 @@
+"""The embedded cluster's data plane: one sandbox holding the pods, the endpoint pickers and a real Envoy.
+
+Why one object: on a user's cluster the traffic tier only applies manifests and sends requests to the
+Gateway's address; the cluster runs the Pods and the gateway runs its proxy. The embedded cluster has
+neither a kubelet nor a proxy, so the suite brings both, and they must come up in order and go down
+together, inside one network namespace (docs/traffic.md):
+
+1. the `netns.Sandbox`, with the Gateway addresses on its lo (pod addresses come per Pod);
+2. an `ApiBridge`, so the API server's URL (and so the cluster's kubeconfig) works inside;
+3. the `Kubelet` stand-in, running the Pods labelled `TRAFFIC_LABEL` (the traffic manifests' Pods:
+   model servers as `conformance.traffic.backend`, the EPP image as upstream's EPP built from the Go
+   module proxy, `epp.ensure()`);
+4. Envoy, configured from files in `envoy_dir` that the implementation under test writes
+   (`{envoy_config_dir}` in --implementation-command; the reference gateway's --envoy-config-dir);
+5. one `Bridge` out of the sandbox per Gateway address, so the suite (and every pytest-xdist worker)
+   reaches a Gateway's listener from the machine's loopback: `reach(address, port)`.
+
+The implementation under test is started inside the same sandbox (`start_implementation`), with the
+Gateway addresses it may give out (`{gateway_addresses}`): it is handed addresses that exist only there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..options import DEFAULT_EPP_IMAGE
+from . import epp
+from .bridge import ApiBridge, Bridge
+from .envoy import Envoy
+from .kubelet import Container, Kubelet, Launch, Unsupported, image_repository, model_server
+from .netns import Sandbox, start_process
+
+# The label that hands a Pod to the kubelet stand-in: the traffic manifests' Pods carry it, the status
+# tier's do not (they stay Pending, which is all the status rules need).
+TRAFFIC_LABEL = "inference-conformance/traffic"
+# The addresses the gateway may give its Gateways (one each): on the sandbox's lo, nowhere else.
+GATEWAY_ADDRESSES = tuple(f"10.245.0.{i}" for i in range(1, 9))
+GATEWAY_PORT = 80  # the traffic manifests' Gateway listener port
+
+
+def epp_program(binary: str, kubeconfig: str) -> callable:
+    """The kubelet's program for the EPP image: upstream's EPP binary with the container's own arguments,
+    its --config-file mapped to the file the kubelet wrote from the ConfigMap, and the cluster's
+    kubeconfig (a Pod would read its ServiceAccount instead)."""
+
+    def run(c: Container) -> Launch:
+        args, files, ports = [], [], {}
+        raw = list(c.spec.get("args") or [])
+        i = 0
+        while i < len(raw):
+            arg = raw[i]
+            name, eq, value = arg.partition("=")
+            if not eq and name.startswith("--") and i + 1 < len(raw) and not raw[i + 1].startswith("--"):
+                value, i = raw[i + 1], i + 1
+            if name == "--config-file":
+                value = c.local_path(value)
+                files.append(value)
+            if name in ("--grpc-port", "--grpc-health-port"):
+                ports[name] = int(value)
+            args.append(f"{name}={value}" if value or eq else name)
+            i += 1
+        if not any(a.startswith("--tracing") for a in args):
+            args.append("--tracing=false")  # no trace collector here
+        if c.spec.get("command"):
+            raise Unsupported(f"container {c.name}: a command other than the EPP's own is not supported here")
+        return Launch(argv=[binary, *args], env={"KUBECONFIG": kubeconfig}, files=files,
+                      ports=[ports.get("--grpc-port", epp.GRPC_PORT), ports.get("--grpc-health-port", epp.HEALTH_PORT)])
+
+    return run
+
+
+class DataPlane:
+    """The sandbox and what runs in it for the traffic tier of the embedded cluster; a context manager."""
+
+    def __init__(self, server_url: str, kubeconfig: str | os.PathLike, *, model_server_image: str,
+                 epp_image: str = DEFAULT_EPP_IMAGE, gateway_addresses: Sequence[str] = GATEWAY_ADDRESSES,
+                 gateway_port: int = GATEWAY_PORT, progress=None):
+        self.server_url = server_url
+        self.kubeconfig = str(kubeconfig)
+        self.model_server_image = model_server_image
+        self.epp_image = epp_image
+        self.gateway_addresses = tuple(gateway_addresses)
+        self.gateway_port = gateway_port
+        self.progress = progress
+        self.dir: Path | None = None
+        self.sandbox: Sandbox | None = None
+        self.api: ApiBridge | None = None
+        self.kubelet: Kubelet | None = None
+        self.envoy: Envoy | None = None
+        self.exits: dict[str, Bridge] = {}  # "address:port" -> its bridge out of the sandbox
+
+    def __enter__(self) -> DataPlane:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def envoy_dir(self) -> Path:
+        assert self.dir is not None
+        return self.dir / "envoy"
+
+    def start(self) -> DataPlane:
+        binary = epp.ensure(self.progress)  # may build (minutes, once): before anything runs
+        self.dir = Path(tempfile.mkdtemp(prefix="ipc-dataplane-"))
+        try:
+            self.sandbox = Sandbox()
+            self.sandbox.start()
+            self.sandbox.add_address(*self.gateway_addresses)
+            self.api = ApiBridge(self.sandbox, self.server_url).start()
+            self.kubelet = Kubelet(self.kubeconfig, self.sandbox, label_selector=TRAFFIC_LABEL,
+                                   log_dir=self.dir / "pods")
+            self.kubelet.register(self.model_server_image, model_server)
+            self.kubelet.register(image_repository(self.epp_image), epp_program(str(binary), self.kubeconfig))
+            self.kubelet.start()
+            self.envoy = Envoy(self.sandbox, self.envoy_dir)
+            self.envoy.start()
+            self.envoy.wait_ready()
+            for address in self.gateway_addresses:
+                self.exits[f"{address}:{self.gateway_port}"] = Bridge.out_of(
+                    self.sandbox, self.gateway_port, host=address).start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def routes(self) -> dict[str, str]:
+        """Where the machine reaches each Gateway address: "10.245.0.1:80" -> "127.0.0.1:<port>"."""
+        return {inside: f"{b.outside[0]}:{b.outside[1]}" for inside, b in self.exits.items()}
+
+    def placeholders(self) -> dict[str, str]:
+        """What --implementation-command may name: the Envoy config directory and the Gateway addresses."""
+        return {"envoy_config_dir": str(self.envoy_dir), "gateway_addresses": ",".join(self.gateway_addresses)}
+
+    def start_implementation(self, argv: list[str], **popen_kw) -> subprocess.Popen:
+        """Start the implementation under test inside the sandbox (it is handed the Gateway addresses)."""
+        assert self.sandbox is not None
+        return start_process(argv, sandbox=self.sandbox, **popen_kw)
+
+    def close(self) -> None:
+        for bridge in self.exits.values():
+            bridge.close()
+        self.exits.clear()
+        for part in (self.envoy, self.kubelet, self.api):
+            if part is not None:
+                try:
+                    part.stop() if isinstance(part, Envoy) else part.close()
+                except Exception:  # noqa: BLE001 - the rest must still go
+                    pass
+        self.envoy = self.kubelet = self.api = None
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None

@@ -1,0 +1,54 @@
+"""The traffic tier's topologies (manifests/traffic/), filled in for one test.
+
+Why a loader of their own: a traffic topology names more than a status one (the EPP image, the EPP's
+ports, the failure mode), and its EPP ports must differ between the tests that run at the same time:
+on the embedded cluster every Pod shares the sandbox's one network namespace. Pools are written in the
+GA API's shape and spelled by the API under test, as in the status tier.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+
+import yaml
+
+from ..data import MANIFESTS
+from ..revisions import Api
+
+TRAFFIC_MANIFESTS = MANIFESTS / "traffic"
+_FIRST_PORT = 20000  # EPP ports are taken from here up, three per topology, a block per process
+_BLOCK = 3000
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class EppPorts:
+    grpc: int
+    health: int
+    metrics: int
+
+
+def epp_ports() -> EppPorts:
+    """Three ports no other topology of this run uses (pytest-xdist workers get blocks of their own)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    block = int(worker[2:]) if worker[2:].isdigit() else 0
+    base = _FIRST_PORT + block * _BLOCK + (3 * next(_counter)) % _BLOCK
+    return EppPorts(base, base + 1, base + 2)
+
+
+def load(name: str, *, namespace: str, gateway_class: str, api: Api, model_server_image: str, epp_image: str,
+         failure_mode: str = "FailClose", ports: EppPorts | None = None) -> list[dict]:
+    """The objects of manifests/traffic/<name> in `namespace`, placeholders filled in."""
+    ports = ports or epp_ports()
+    values = {"gateway_class": gateway_class, "model_server_image": model_server_image, "epp_image": epp_image,
+              "epp_port": ports.grpc, "epp_health_port": ports.health, "epp_metrics_port": ports.metrics,
+              "failure_mode": failure_mode, "namespace": namespace, "inference_group": api.group}
+    text = (TRAFFIC_MANIFESTS / name).read_text()
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", str(value))
+    docs = [api.spell_pool(d) if d.get("kind") == "InferencePool" else d for d in yaml.safe_load_all(text) if d]
+    for d in docs:
+        d["metadata"]["namespace"] = d["metadata"].get("namespace") or namespace
+    return docs

@@ -1,0 +1,263 @@
+"""The kubelet stand-in makes the embedded cluster's Pods real: Running, Ready, served inside the sandbox.
+
+The traffic tier needs model-server Pods that a real control plane publishes (EndpointSlices) and
+that answer at their pod address, which must exist only inside the suite's network sandbox (SPEC
+section 10). These tests run the kubelet against a real embedded control plane (its EndpointSlice
+controller included) and check: a Pod becomes Running and Ready with a 10.244.x address, answers
+there from inside the sandbox and nowhere else, and is published in a Service's EndpointSlice;
+readiness follows `set_ready` and a crash; deletion stops the process and removes the object; an
+image without a program stays Pending and says why, until one is registered; and closing leaves no
+process, address or Node.
+"""
+
+import errno
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+
+from conformance.cluster.embedded import EmbeddedCluster
+from conformance.options import DEFAULT_MODEL_SERVER_IMAGE
+from conformance.traffic import netns
+from conformance.traffic.kubelet import NO_PROGRAM, Kubelet, model_server
+from conformance.traffic.netns import Sandbox
+
+pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+
+NS = "traffic"
+BODY = json.dumps({"model": "conformance-fake-model", "prompt": "Write as if you were a critic: San Francisco"})
+CLIENT = """
+import http.client, json, sys
+host, port, body = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+conn = http.client.HTTPConnection(host, port, timeout=5)
+conn.request("POST", "/", body=body, headers={"Content-Type": "application/json"})
+resp = conn.getresponse()
+print(json.dumps({"status": resp.status, "body": json.loads(resp.read())}))
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real embedded control plane without CRDs (this module needs Pods, Services and EndpointSlices)."""
+    with EmbeddedCluster() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(stop_timeout=1) as sb:
+        yield sb
+
+
+def namespace(kube, name: str) -> None:
+    """Create a namespace and wait for its default ServiceAccount (Pods are refused until it exists)."""
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    wait_for(f"the default ServiceAccount of {name}", lambda: kube.get("v1", "ServiceAccount", "default", name))
+
+
+@pytest.fixture(scope="module")
+def kubelet(cluster, kube, sandbox):
+    namespace(kube, NS)
+    with Kubelet(kube, sandbox, namespaces=[NS]) as k:
+        yield k
+    assert k.errors == []
+
+
+def model_server_pod(name: str, port: int = 8000, **spec) -> dict:
+    """A Pod like the status topology's model servers (manifests/status/pool-with-route.yaml)."""
+    container = {"name": "model-server", "image": DEFAULT_MODEL_SERVER_IMAGE,
+                 "env": [{"name": "HTTP_PORT", "value": str(port)}],
+                 "ports": [{"name": "http", "containerPort": port}],
+                 "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 2}}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "labels": {"app": name}},
+            "spec": {"terminationGracePeriodSeconds": 1, "containers": [container], **spec}}
+
+
+def wait_for(what: str, check, timeout: float = 15.0):
+    """Poll `check` until it returns something true; fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if value := check():
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def condition(pod: dict | None, kind: str) -> str | None:
+    return next((c["status"] for c in ((pod or {}).get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), None)
+
+
+def ready_pod(kube, name: str) -> dict:
+    return wait_for(f"pod {name} Ready", lambda: (p := kube.get("v1", "Pod", name, NS))
+                    and condition(p, "Ready") == "True" and p)
+
+
+def endpoints(kube, service: str) -> list[dict]:
+    slices = kube.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices",
+                          query=[("labelSelector", f"kubernetes.io/service-name={service}")])
+    return [e for s in slices["items"] for e in s.get("endpoints") or []]
+
+
+def post(sandbox: Sandbox, ip: str, port: int) -> dict:
+    """POST a completion request to ip:port from inside the sandbox."""
+    return json.loads(sandbox.run([sys.executable, "-S", "-c", CLIENT, ip, str(port), BODY]).stdout)
+
+
+def test_a_model_server_pod_runs_ready_and_answers_inside_the_sandbox(kubelet, kube, sandbox):
+    began = time.monotonic()
+    kube.create(model_server_pod("model-server-0"))  # unbound: the kubelet binds it to its Node
+    pod = ready_pod(kube, "model-server-0")
+    took = time.monotonic() - began
+    status, ip = pod["status"], pod["status"]["podIP"]
+    assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.244.0.0/16") and ip != kubelet.node_ip
+    assert not ipaddress.ip_address(ip).is_loopback and status["podIPs"] == [{"ip": ip}]
+    assert pod["spec"]["nodeName"] == kubelet.node_name and status["hostIP"] == kubelet.node_ip
+    assert status["phase"] == "Running" and status["startTime"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "PodScheduled": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True"}
+    [container] = status["containerStatuses"]
+    assert container["ready"] and container["started"] and "running" in container["state"]
+    # The process runs inside the sandbox, and answers there at podIP:port ...
+    [pid] = kubelet.pids(NS, "model-server-0")
+    assert sandbox.contains(pid) and kubelet.pod_ip(NS, "model-server-0") == ip
+    answer = post(sandbox, ip, 8000)
+    assert answer["status"] == 200
+    assert {k: answer["body"][k] for k in ("pod", "namespace", "httpPort", "endpoint")} == {
+        "pod": "model-server-0", "namespace": NS, "httpPort": "8000", "endpoint": f"{ip}:8000"}
+    # ... and the machine itself has no such address.
+    with socket.socket() as s, pytest.raises(OSError) as bound:
+        s.bind((ip, 0))
+    assert bound.value.errno == errno.EADDRNOTAVAIL
+    print(f"pod Ready {took * 1000:.0f} ms after its creation")
+
+
+def test_the_endpointslice_follows_readiness(kubelet, kube):
+    kube.create(model_server_pod("model-server-1"))
+    kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "model-server-1", "namespace": NS},
+                 "spec": {"selector": {"app": "model-server-1"}, "ports": [{"port": 8000, "targetPort": 8000}]}})
+    ip = ready_pod(kube, "model-server-1")["status"]["podIP"]
+    [endpoint] = wait_for("the endpoint", lambda: endpoints(kube, "model-server-1"))
+    assert endpoint["addresses"] == [ip] and endpoint["nodeName"] == kubelet.node_name
+    assert endpoint["conditions"]["ready"] is True and endpoint["targetRef"]["name"] == "model-server-1"
+
+    kubelet.set_ready(NS, "model-server-1", False)
+    pod = kube.get("v1", "Pod", "model-server-1", NS)  # written before set_ready returns
+    assert condition(pod, "Ready") == "False" and condition(pod, "ContainersReady") == "False"
+    assert pod["status"]["containerStatuses"][0]["ready"] is False
+    wait_for("the endpoint NotReady", lambda: [e for e in endpoints(kube, "model-server-1")
+                                               if e["addresses"] == [ip] and e["conditions"]["ready"] is False])
+    kubelet.set_ready(NS, "model-server-1", True)
+    wait_for("the endpoint Ready again", lambda: [e for e in endpoints(kube, "model-server-1")
+                                                  if e["addresses"] == [ip] and e["conditions"]["ready"] is True])
+
+
+def test_deleting_a_pod_stops_its_process_and_the_object_goes(kubelet, kube, sandbox):
+    kube.create(model_server_pod("model-server-2", terminationGracePeriodSeconds=30))
+    ip = ready_pod(kube, "model-server-2")["status"]["podIP"]
+    [pid] = kubelet.pids(NS, "model-server-2")
+    kube.delete("v1", "Pod", "model-server-2", NS)  # graceful: 30 s, unless a kubelet says it is done
+    began = time.monotonic()
+    wait_for("the pod object to go", lambda: kube.get("v1", "Pod", "model-server-2", NS) is None, timeout=10)
+    assert time.monotonic() - began < 10
+    assert not os.path.exists(f"/proc/{pid}") or pid not in sandbox.pids()
+    wait_for("its address to leave the sandbox", lambda: ip not in sandbox.addresses)
+    with pytest.raises(KeyError):
+        kubelet.pids(NS, "model-server-2")
+
+
+def test_two_containers_two_ports_and_a_pod_already_bound(kubelet, kube, sandbox):
+    pod = model_server_pod("dp-0", port=3000, nodeName=kubelet.node_name)
+    second = {**pod["spec"]["containers"][0], "name": "rank-1", "env": [{"name": "HTTP_PORT", "value": "3002"}],
+              "ports": [{"containerPort": 3002}], "readinessProbe": {"httpGet": {"path": "/", "port": 3002}}}
+    pod["spec"]["containers"].append(second)
+    kube.create(pod)
+    ip = ready_pod(kube, "dp-0")["status"]["podIP"]
+    served = [post(sandbox, ip, port)["body"] for port in (3000, 3002)]
+    assert [(s["pod"], s["httpPort"]) for s in served] == [("dp-0", "3000"), ("dp-0", "3002")]
+    assert len(kubelet.pids(NS, "dp-0")) == 2
+
+
+def test_a_crashed_container_is_notready_then_restarted(kubelet, kube):
+    kube.create(model_server_pod("model-server-3"))
+    ready_pod(kube, "model-server-3")
+    [pid] = kubelet.pids(NS, "model-server-3")
+    os.kill(pid, signal.SIGKILL)
+    wait_for("the pod NotReady", lambda: condition(kube.get("v1", "Pod", "model-server-3", NS), "Ready") == "False")
+    pod = ready_pod(kube, "model-server-3")
+    [container] = pod["status"]["containerStatuses"]
+    assert container["restartCount"] == 1 and container["lastState"]["terminated"]["exitCode"] == 137
+    assert kubelet.pids(NS, "model-server-3") != [pid]
+
+
+def test_an_image_without_a_program_stays_pending_until_one_is_registered(kubelet, kube):
+    pod = model_server_pod("unknown")
+    pod["spec"]["containers"][0]["image"] = "registry.example.com/some/model-server:v1"
+    kube.create(pod)
+    waiting = wait_for("the container to wait", lambda: [
+        s["state"]["waiting"] for s in (kube.get("v1", "Pod", "unknown", NS)["status"].get("containerStatuses") or [])
+        if "waiting" in s["state"]])
+    assert waiting[0]["reason"] == NO_PROGRAM
+    assert "registry.example.com/some/model-server:v1" in waiting[0]["message"]
+    pod = kube.get("v1", "Pod", "unknown", NS)
+    assert pod["status"]["phase"] == "Pending" and "podIP" not in pod["status"]
+    [ready] = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready["status"] == "False" and "registry.example.com/some/model-server:v1" in ready["message"]
+    # Once a program is registered for the image, the Pod runs (the kubelet tries again every second).
+    kubelet.register("registry.example.com/some/model-server:v1", model_server)
+    ready_pod(kube, "unknown")
+
+
+def test_a_registered_program_runs_its_image(kubelet, kube, sandbox):
+    seen = []
+
+    def program(c):
+        config = open(c.local_path("/config/plugins.yaml")).read()
+        seen.append((c.pod_name, c.ip, c.env["GREETING"], c.env["MY_IP"], c.env["FROM_CONFIG"], config))
+        return model_server(c)
+
+    kubelet.register("registry.example.com/registered", program)  # any tag of that repository
+    pod = model_server_pod("registered")
+    container = pod["spec"]["containers"][0]
+    container["image"] = "registry.example.com/registered:v2"
+    container["env"] += [
+        {"name": "GREETING", "value": "hi $(HTTP_PORT)"},
+        {"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "FROM_CONFIG", "valueFrom": {"configMapKeyRef": {"name": "plugins", "key": "plugins.yaml"}}}]
+    # A config file from a ConfigMap volume, as upstream's EPP Deployment mounts its plugins config.
+    container["volumeMounts"] = [{"name": "config", "mountPath": "/config"}]
+    pod["spec"]["volumes"] = [{"name": "config", "configMap": {"name": "plugins"}}]
+    kube.request("POST", f"/api/v1/namespaces/{NS}/configmaps", body={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plugins"},
+        "data": {"plugins.yaml": "kind: EndpointPickerConfig\n"}})
+    kube.create(pod)
+    ip = ready_pod(kube, "registered")["status"]["podIP"]
+    config = "kind: EndpointPickerConfig\n"
+    assert seen == [("registered", ip, "hi 8000", ip, config, config)]
+    assert post(sandbox, ip, 8000)["body"]["pod"] == "registered"
+
+
+def test_close_leaves_no_process_no_address_no_node(cluster, kube, sandbox):
+    namespace(kube, "closing")
+    pod = model_server_pod("closing-0")
+    pod["metadata"]["namespace"] = "closing"
+    other = Kubelet(kube, sandbox, namespaces=["closing"], node_name="closing-node", pod_cidr="10.244.200.0/24")
+    with other:
+        assert kube.request("GET", "/api/v1/nodes/closing-node")["status"]["conditions"][0]["status"] == "True"
+        kube.create(pod)
+        wait_for("closing-0 Ready", lambda: condition(kube.get("v1", "Pod", "closing-0", "closing"), "Ready") == "True")
+        pids = other.pids("closing", "closing-0")
+        ip = other.pod_ip("closing", "closing-0")
+        assert pids and ip.startswith("10.244.200.") and ip in sandbox.addresses
+    assert other.errors == []
+    assert [pid for pid in pids if pid in sandbox.pids()] == []
+    assert ip not in sandbox.addresses and other.node_ip not in sandbox.addresses
+    names = [n["metadata"]["name"] for n in kube.request("GET", "/api/v1/nodes")["items"]]
+    assert "closing-node" not in names
