@@ -2,11 +2,11 @@
 
 A thin layer over `kubernetes.client.ApiClient.call_api` that works on plain
 dicts and knows the few resources the suite touches (no discovery round
-trips). Every write goes through `create`, `apply` (`apply_all`), `patch`,
+trips). Every write goes through `create`, `apply`, `patch`,
 `replace` or `delete`; every failure is an `ApiError` carrying the HTTP status
 and the `details.causes` of the Status the server returned. Independent
-requests can be sent together (`concurrently`): a test's objects are applied,
-and deleted, at once rather than one round trip after another.
+requests can be sent together (`concurrently`): a test's objects are deleted
+at once rather than one round trip after another.
 """
 
 from __future__ import annotations
@@ -254,30 +254,6 @@ class Kube:
         if not dry_run and subresource is None:
             self._record(out)
         return out
-
-    def apply_all(self, objs: list[dict]) -> list[dict]:
-        """Server-side apply independent objects, the requests in flight together; the answers in order.
-
-        Each object applied is recorded for cleanup (in the list's order), also
-        when another fails; the first failure is then raised.
-        """
-        outcomes = self.concurrently(self._apply_outcome, objs)
-        for out in outcomes:
-            if not isinstance(out, Exception):
-                self._record(out)
-        failure = next((out for out in outcomes if isinstance(out, Exception)), None)
-        if failure is not None:
-            raise failure
-        return outcomes
-
-    def _apply_outcome(self, obj: dict) -> dict | Exception:
-        md = obj["metadata"]
-        try:
-            return self.request("PATCH", resource_of(obj).path(md.get("namespace"), md["name"]), body=obj,
-                                query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                                content_type="application/apply-patch+yaml")
-        except Exception as e:
-            return e
 
     def patch(self, api_version: str, kind: str, name: str, patch: dict, *, namespace: str | None = None,
               subresource: str | None = None, dry_run: bool = False) -> dict:

@@ -63,10 +63,15 @@ def _template(name: str, gateway_class: str, api: Api, model_server_image: str) 
 
 
 def apply(kube: Kube, docs: list[dict]) -> list[dict]:
-    """Apply a file's objects, all at once: they are independent (an implementation watches each kind
-    on its own, so it may see them in any order anyway)."""
+    """Apply a file's objects one after another, in the file's order.
+
+    An implementation may see them in any order, but the order they are written
+    in is part of what a test does: a pool created after the route that names it,
+    or a Service created before its pool, is a different sequence of events, and
+    a defect that shows in one and not the other must be caught every run, not
+    in whichever order concurrent requests happen to land."""
     evidence.attach_yaml("applied manifests", docs)
-    return kube.apply_all(docs)
+    return [kube.apply(d) for d in docs]
 
 
 class PreconditionFailed(AssertionError):

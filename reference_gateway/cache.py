@@ -52,6 +52,11 @@ class Cache(World):
         # the latest route or Gateway event that named each pool (by work item).
         self._unannounced: dict[Item, dict] = {}
         self._named_at: dict[Item, int] = {}
+        # Fault resolvedrefs-ignores-service-changes: every version of each Service seen
+        # (resourceVersion, the Service or None once deleted), and the resourceVersion at
+        # which each pool's spec last changed (its first event with its generation).
+        self._service_history: dict[Key, list[tuple[int, dict | None]]] = {}
+        self._spec_version: dict[Item, int] = {}
 
     # -- updates -------------------------------------------------------------
 
@@ -77,7 +82,9 @@ class Cache(World):
                 if kind == "Service" and old is not None and faults.on("externalname-only-on-switch"):
                     new["spec"]["type"] = old["spec"]["type"]  # the type it had when first seen, for good
                 store[k] = new
-            items = self._affected(kind, k, old, new, _version(obj))
+            if faults.on("resolvedrefs-ignores-service-changes"):
+                self._record_versions(kind, event, k, old, new, obj)
+            items = self._affected(kind, k, old, new)
             if faults.on("drop-first-pool-event"):
                 items = self._drop_first_pool_event(kind, event, k, obj, items)
             return items
@@ -105,6 +112,31 @@ class Cache(World):
                 items |= self._affected(pool_kind, pk, None, pool)
         return items
 
+    def _record_versions(self, kind: str, event: str, k: Key, old: dict | None, new: dict | None,
+                         obj: dict) -> None:
+        """Fault resolvedrefs-ignores-service-changes: keep what `picker_service` looks back at.
+        A deletion found by a relist has no resourceVersion of its own: it counts as after everything."""
+        rv = _version(obj) if event != "DELETED" or obj is not old else 1 << 62
+        if kind == "Service":
+            self._service_history.setdefault(k, []).append((rv, new))
+        elif kind in self.pool_kinds:
+            item = _item(kind, k)
+            if new is None:
+                self._spec_version.pop(item, None)
+            elif old is None or generation(old) != generation(new):
+                self._spec_version[item] = rv
+
+    def picker_service(self, ns: str, name: str, pool: dict) -> dict | None:
+        if not faults.on("resolvedrefs-ignores-service-changes"):
+            return super().picker_service(ns, name, pool)
+        # The fault: the Service as it was when the pool's spec last changed; any change
+        # to it since (created, deleted, retyped) is not seen until the pool's spec changes.
+        since = self._spec_version.get(_item(self.resource_id(pool), key(pool)))
+        if since is None:
+            return super().picker_service(ns, name, pool)
+        seen = [svc for rv, svc in self._service_history.get((ns, name), []) if rv <= since]
+        return seen[-1] if seen else None
+
     def replace_all(self, kind: str, objs: Iterable[dict]) -> set[Item]:
         """A fresh list replaces what was known: missing objects count as deleted."""
         with self.lock:
@@ -128,8 +160,8 @@ class Cache(World):
 
     # -- what an event affects -----------------------------------------------
 
-    def _affected(self, kind: str, k: Key, old: dict | None, new: dict | None, rv: int = -1) -> set[Item]:
-        """The work items an event calls for; `rv` is the event's resourceVersion."""
+    def _affected(self, kind: str, k: Key, old: dict | None, new: dict | None) -> set[Item]:
+        """The work items an event calls for."""
         came_or_went = old is None or new is None or terminating(old) != terminating(new)
         if kind == "GatewayClass":
             items = {_item(kind, k)} if new is not None and self.class_is_ours(new) else set()
@@ -160,11 +192,7 @@ class Cache(World):
                 return set()
             items = {_item(pool_kind, pk) for pool_kind, rev in self.pool_kinds.items()
                      for pk, p in self.store(pool_kind).items()
-                     if pk[0] == k[0] and (ref := rev.picker_ref(p)) is not None and ref.name == k[1]
-                     # The fault: a Service change after the pool's own last change is not looked at
-                     # (by resourceVersion, so a Service event that arrives late still counts).
-                     and not (faults.on("resolvedrefs-ignores-service-changes")
-                              and rv > _version(p))}
+                     if pk[0] == k[0] and (ref := rev.picker_ref(p)) is not None and ref.name == k[1]}
             items |= {_item("HTTPRoute", rk) for rk, r in self.routes.items() if k in route_service_keys(r)}
             return items
         raise KeyError(kind)

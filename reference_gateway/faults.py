@@ -54,8 +54,8 @@ FAULTS: dict[str, str] = {
         "the pool's parentRef carries kind ListenerSet (what the route attached through) instead of Gateway, "
         "with the Gateway's group, name and namespace",
     "resolvedrefs-ignores-service-changes":
-        "ResolvedRefs is computed when the pool or its routes change, never when a Service does: "
-        "creating, deleting or retyping the extension Service does not reconcile the pool",
+        "ResolvedRefs judges the extension Service as it was when the pool's spec last changed: "
+        "creating, deleting or retyping the Service later is not seen until the pool's spec changes",
     "extension-group-ignored":
         "checks the extensionRef's kind but not its group: a 'Service' of any group counts as a core Service",
     "externalname-only-on-switch":

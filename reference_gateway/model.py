@@ -169,6 +169,10 @@ class World:
             "Service": self.services,
             **{r.api.resource.id: self.pools[g] for g, r in self.revisions.items()}}
 
+    def picker_service(self, ns: str, name: str, pool: dict) -> dict | None:
+        """The Service `ns/name` that `pool`'s endpoint picker reference names, as known now."""
+        return self.services.get((ns, name))
+
     def store(self, kind: str) -> dict[Key, dict]:
         """The objects of one resource, by its id (`Resource.id`)."""
         return self._stores[kind]

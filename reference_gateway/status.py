@@ -239,7 +239,7 @@ def extension_problem(pool: dict, world: World, revision: Revision) -> str | Non
         group = ""  # only the kind is looked at: a "Service" of any group counts as the core one
     if not faults.on("ignore-extension-kind") and (group, ref.kind) != ("", "Service"):
         return f"{field_} kind {ref.kind} in group {group!r} is not supported; only core Services are."
-    svc = world.services.get((ns, ref.name))
+    svc = world.picker_service(ns, ref.name, pool)
     if svc is None:
         return f"{field_} Service {ns}/{ref.name} not found."
     # The API: implementations MUST NOT support ExternalName Services.

@@ -23,15 +23,13 @@ fails a conformant implementation. These runs use the suite's default
 timeouts, as an implementer would, so the slow behaviour's 30 s must fit
 within them. tests/fault_catches.yaml lists the behaviours under `benign:`.
 
-Runs share control planes, and each run must leave its cluster as it found
-it: the objects of the kinds the suite creates are compared before and after
-every run (a run that leaves something behind, or removes something, fails
-the test whatever its verdict). Each of WORKERS clusters takes
-the next run when it is free, the longest first (the slow behaviour, then the
-faults most tests catch), so that no long run starts last. Between runs
-nothing of the previous one is left: the suite deletes its namespaces and
-waits for them to go, and the implementation is stopped before the next
-starts.
+Runs share control planes: each of WORKERS clusters takes the next run when
+it is free, the longest first (the slow behaviour, then the faults most tests
+catch), so that no long run starts last. Between runs the implementation is
+stopped, and nothing of the previous run may be left: the suite deletes its
+namespaces and waits for them to go, and the objects of the kinds the suite
+creates are compared before and after every run (a run that leaves something
+behind, or removes something, fails the test whatever its verdict).
 
 What a run costs, and why it is the run it is. The API server's side of a
 whole-suite run (creating and deleting about a hundred namespaces, each swept

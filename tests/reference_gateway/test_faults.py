@@ -124,23 +124,32 @@ def check_keep_default_parent(objs):
     return [e["parentRef"]["kind"] for e in objs.parents(pool_status(objs, pool, world).status)]
 
 
+def _versioned(obj, rv, generation=None):
+    obj["metadata"]["resourceVersion"] = str(rv)
+    if generation is not None:
+        obj["metadata"]["generation"] = generation
+    return obj
+
+
 def check_resolvedrefs_ignores_service_changes(objs):
-    cache = objs.loaded(*objs.basic_objects())
-    deleted = objs.service()
-    deleted["metadata"]["resourceVersion"] = "5"  # after the pool's last change
-    return objs.pool_item() in cache.apply("Service", "DELETED", deleted)
+    """(ResolvedRefs after another writer's status update and the Service's deletion,
+    ResolvedRefs once the pool's spec changed too)"""
+    cache = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), _versioned(objs.service(), 2),
+                        _versioned(objs.pool(), 3))
+    cache.apply(objs.pool_item()[0], "MODIFIED", _versioned(objs.pool(), 4))  # a status write: same generation
+    cache.apply("Service", "DELETED", _versioned(objs.service(), 5))
+    after_delete = resolved(objs, objs.pools(cache)[(NS, "pool")], cache)
+    cache.apply(objs.pool_item()[0], "MODIFIED", _versioned(objs.pool(), 6, generation=2))
+    return after_delete, resolved(objs, objs.pools(cache)[(NS, "pool")], cache)
 
 
-def test_service_event_older_than_the_pool_still_counts_with_the_fault(objs):
+def test_service_seen_after_the_pool_still_counts_with_the_fault(objs):
     """resolvedrefs-ignores-service-changes goes by resourceVersion: a Service created before
-    the pool but seen after it (another watch) still reconciles the pool."""
+    the pool but seen after it (another watch) resolves the pool's reference."""
     faults.activate(["resolvedrefs-ignores-service-changes"])
-    pool = objs.pool()
-    pool["metadata"]["resourceVersion"] = "7"
-    cache = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), pool)
-    svc = objs.service()
-    svc["metadata"]["resourceVersion"] = "6"
-    assert objs.pool_item() in cache.apply("Service", "ADDED", svc)
+    cache = objs.loaded(objs.gateway_class(), objs.gateway(), objs.route(), _versioned(objs.pool(), 7))
+    assert objs.pool_item() in cache.apply("Service", "ADDED", _versioned(objs.service(), 6))
+    assert resolved(objs, objs.pools(cache)[(NS, "pool")], cache) == "True"
 
 
 def check_extension_group_ignored(objs):
@@ -250,7 +259,8 @@ CASES = {
                                                                                       ["Status", "Gateway"])),
     "parentref-wrong-group": (check_parentref, lambda o: o.gw_ref(), _wrong_group),
     "parentref-wrong-kind": (check_parentref, lambda o: o.gw_ref(), lambda o: o.gw_ref(kind="ListenerSet")),
-    "resolvedrefs-ignores-service-changes": (check_resolvedrefs_ignores_service_changes, True, False),
+    "resolvedrefs-ignores-service-changes": (check_resolvedrefs_ignores_service_changes, ("False", "False"),
+                                             ("True", "False")),
     "extension-group-ignored": (check_extension_group_ignored, "False", "True"),
     # (the switch reconciles the pool, ResolvedRefs after the switch, ResolvedRefs when created as ExternalName)
     "externalname-only-on-switch": (check_externalname_only_on_switch, (True, "False", "False"),
