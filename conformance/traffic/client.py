@@ -84,15 +84,24 @@ class NotConsistent(AssertionError):
 
 def until_consistent(send: Callable[[], Answer], check: Callable[[Answer], str | None], *, what: str,
                      timeout: float, times: int = 3) -> Answer:
-    """Send until `times` answers in a row pass `check` (which returns None, or what is wrong)."""
-    deadline, good, last, problem = time.monotonic() + timeout, 0, None, "no request sent"
+    """Send until `times` answers in a row pass `check` (which returns None, or what is wrong).
+
+    A failure names the last answer that was wrong (with what was wrong with it), even when the answers
+    after it were right but too few."""
+    deadline, good, problem, wrong = time.monotonic() + timeout, 0, None, None
     while True:
         last = send()
-        problem = check(last)
-        good = 0 if problem else good + 1
+        verdict = check(last)
+        if verdict:
+            good, problem, wrong = 0, verdict, last
+        else:
+            good += 1
         if good >= times:
             return last
         if time.monotonic() >= deadline:
-            raise NotConsistent(f"{what}: {problem} (last answer: {last.describe()}; waited {timeout:g}s "
+            if wrong is None:  # every answer right, but fewer than `times` came in time
+                problem, wrong = f"only {good} answers came", last
+            which = "last answer" if wrong is last else f"last wrong answer, {good} right after it"
+            raise NotConsistent(f"{what}: {problem} ({which}: {wrong.describe()}; waited {timeout:g}s "
                                 f"for {times} consistent answers)")
-        time.sleep(0.05 if problem else 0)
+        time.sleep(0.05 if verdict else 0)

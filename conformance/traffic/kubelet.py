@@ -28,6 +28,10 @@ What it does:
   read from the sandbox's /proc/<pid>/net/tcp{,6}: no process has to be started to probe), then
   writes `pods/status`: Running, podIP(s), hostIP(s), startTime, containerStatuses, and the
   conditions PodScheduled, Initialized, ContainersReady and Ready;
+- honours readiness gates as a kubelet does: Ready is True only when the containers are ready
+  (ContainersReady) and the condition of every `spec.readinessGates` entry, which others write into
+  `status.conditions`, is True; a change of such a condition is written into Ready at once. Its
+  status writes are strategic merge patches, so the conditions it does not own are kept;
 - keeps watching: a container that exits is restarted per restartPolicy (with backoff) and shows
   NotReady meanwhile; `set_ready(namespace, name, False)` forces a Pod NotReady (for rules about
   NotReady pods) and `set_ready(..., True)` lets the probes decide again;
@@ -572,6 +576,8 @@ class Kubelet:
                 run.thread = threading.Thread(target=self._work, args=(run,), daemon=True,
                                               name=f"kubelet-pod-{key[0]}/{key[1]}")
                 run.thread.start()
+            if _gates(run.pod) != _gates(pod):  # a readiness gate's condition, written by others: Ready follows
+                run.wake.set()
             run.pod = pod
             if md.get("deletionTimestamp"):
                 run.deleting = True
@@ -767,6 +773,8 @@ class Kubelet:
         else:
             phase = "Running" if launched and any(c.proc is not None for c in run.ctrs) else "Pending"
         unready = [c.spec["name"] for c, s in zip(run.ctrs, statuses, strict=True) if not s["ready"]]
+        gates = _gates(run.pod)
+        gates_ready = all(status == "True" for _, status in gates)
         if run.forced_unready:
             reason, message = "ForcedNotReady", "set NotReady by the embedded cluster's kubelet (set_ready)"
         elif unready:
@@ -780,34 +788,45 @@ class Kubelet:
                 message += f": not listening on {run.ip} port(s) {', '.join(map(str, ports))}" if ports else ""
         else:
             reason = message = ""
+        # Ready also needs every readiness gate's condition True (a kubelet's wording when one is not).
+        ready_reason, ready_message = reason, message
+        if ready_all and not gates_ready:
+            ready_reason = "ReadinessGatesNotReady"
+            ready_message = ", ".join(
+                f'corresponding condition of pod readiness gate "{kind}" does not exist.' if status is None
+                else f'the status of pod readiness gate "{kind}" is not "True", but {status}'
+                for kind, status in gates if status != "True")
         summary = (phase, tuple((s["ready"], str(s["state"]), s["restartCount"]) for s in statuses),
-                   run.forced_unready, reason)
+                   run.forced_unready, reason, gates)
         if summary == run.written:
             return
         conditions = [self._condition(run, "PodScheduled", True),
                       self._condition(run, "Initialized", True),
                       self._condition(run, "ContainersReady", ready_all, reason, message),
-                      self._condition(run, "Ready", ready_all, reason, message)]
+                      self._condition(run, "Ready", ready_all and gates_ready, ready_reason, ready_message)]
         status = {"phase": phase, "conditions": conditions, "containerStatuses": statuses,
                   "hostIP": self.node_ip, "hostIPs": [{"ip": self.node_ip}], "startTime": run.start_time}
         if launched:
             status |= {"podIP": run.ip, "podIPs": [{"ip": run.ip}]}
-        try:
-            self.kube.patch("v1", "Pod", run.key[1], {"status": status}, namespace=run.key[0], subresource="status")
+        try:  # a strategic merge patch: conditions merge by type, so those of others (readiness gates) stay
+            self.kube.request("PATCH", f"/api/v1/namespaces/{run.key[0]}/pods/{run.key[1]}/status",
+                              body={"status": status}, content_type="application/strategic-merge-patch+json")
         except ApiError as e:
             if e.status == 404:
                 run.gone = True
                 return
             raise
         run.written = summary
-        log.debug("kubelet %s: pod %s/%s: status %s, ready %s", self.node_name, *run.key, phase, ready_all)
+        log.debug("kubelet %s: pod %s/%s: status %s, ready %s", self.node_name, *run.key, phase,
+                  ready_all and gates_ready)
 
     def _condition(self, run: _Run, kind: str, true: bool, reason: str = "", message: str = "") -> dict:
         status = "True" if true else "False"
         if run.transitions.get(kind, ("", ""))[0] != status:
             run.transitions[kind] = (status, _now())
+        # None removes a field in a strategic merge patch: a condition that turns True loses its old reason.
         condition = {"type": kind, "status": status, "lastTransitionTime": run.transitions[kind][1],
-                     "lastProbeTime": None}
+                     "lastProbeTime": None, "reason": None, "message": None}
         if not true and reason:
             condition |= {"reason": reason, "message": message}
         return condition
@@ -958,6 +977,13 @@ def _probe_ports(spec: dict) -> set[int]:
             elif isinstance(port, str):
                 ports.add(int(port) if port.isdigit() else named.get(port, -1))
     return {p for p in ports if p > 0}
+
+
+def _gates(pod: dict) -> tuple[tuple[str, str | None], ...]:
+    """(conditionType, its status in status.conditions or None) of each of the Pod's readiness gates."""
+    found = {c.get("type"): c.get("status") for c in ((pod or {}).get("status") or {}).get("conditions") or []}
+    return tuple((g["conditionType"], found.get(g["conditionType"]))
+                 for g in ((pod or {}).get("spec") or {}).get("readinessGates") or [] if g.get("conditionType"))
 
 
 def _events(stream) -> Iterable[dict]:

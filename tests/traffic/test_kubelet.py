@@ -5,7 +5,8 @@ that answer at their pod address, which must exist only inside the suite's netwo
 section 10). These tests run the kubelet against a real embedded control plane (its EndpointSlice
 controller included) and check: a Pod becomes Running and Ready with a 10.244.x address, answers
 there from inside the sandbox and nowhere else, and is published in a Service's EndpointSlice;
-readiness follows `set_ready` and a crash; deletion stops the process and removes the object; an
+readiness follows `set_ready`, a crash and readiness gates (whose conditions, written by others, its
+own status writes keep); deletion stops the process and removes the object; an
 image without a program stays Pending and says why, until one is registered; and closing leaves no
 process, address or Node.
 """
@@ -157,6 +158,63 @@ def test_the_endpointslice_follows_readiness(kubelet, kube):
     kubelet.set_ready(NS, "model-server-1", True)
     wait_for("the endpoint Ready again", lambda: [e for e in endpoints(kube, "model-server-1")
                                                   if e["addresses"] == [ip] and e["conditions"]["ready"] is True])
+
+
+GATE = "example.com/serving"
+
+
+def set_gate(kube, name: str, status: str) -> None:
+    """Write the readiness gate's condition as its owner would: a strategic merge patch of pods/status."""
+    kube.request("PATCH", f"/api/v1/namespaces/{NS}/pods/{name}/status", body={"status": {"conditions": [
+        {"type": GATE, "status": status, "lastTransitionTime": "2025-01-01T00:00:00Z"}]}},
+        content_type="application/strategic-merge-patch+json")
+
+
+def test_readiness_gates_decide_ready_and_their_conditions_are_kept(kubelet, kube):
+    kube.create(model_server_pod("gated-0", readinessGates=[{"conditionType": GATE}]))
+    kube.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gated-0", "namespace": NS},
+                 "spec": {"selector": {"app": "gated-0"}, "ports": [{"port": 8000, "targetPort": 8000}]}})
+    # The containers are ready, the gate's condition is not there: ContainersReady, but not Ready.
+    pod = wait_for("ContainersReady", lambda: (p := kube.get("v1", "Pod", "gated-0", NS))
+                   and condition(p, "ContainersReady") == "True" and p)
+    [ready] = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "ReadinessGatesNotReady")
+    assert ready["message"] == f'corresponding condition of pod readiness gate "{GATE}" does not exist.'
+
+    set_gate(kube, "gated-0", "True")
+    pod = ready_pod(kube, "gated-0")
+    assert not {"reason", "message"} & set(next(c for c in pod["status"]["conditions"] if c["type"] == "Ready"))
+    ip = pod["status"]["podIP"]
+    wait_for("the endpoint Ready", lambda: [e for e in endpoints(kube, "gated-0")
+                                            if e["addresses"] == [ip] and e["conditions"]["ready"] is True])
+    # The kubelet's own status writes (NotReady and back) keep the condition it does not own.
+    kubelet.set_ready(NS, "gated-0", False)
+    pod = kube.get("v1", "Pod", "gated-0", NS)
+    assert condition(pod, "Ready") == "False" and condition(pod, GATE) == "True"
+    kubelet.set_ready(NS, "gated-0", True)
+    assert condition(ready_pod(kube, "gated-0"), GATE) == "True"
+
+    # The gate's condition turns False: Ready follows, the containers stay ready, the endpoint is not ready.
+    set_gate(kube, "gated-0", "False")
+    pod = wait_for("Ready False", lambda: (p := kube.get("v1", "Pod", "gated-0", NS))
+                   and condition(p, "Ready") == "False" and p)
+    [ready] = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+    assert (ready["reason"], condition(pod, "ContainersReady"), condition(pod, GATE)) == (
+        "ReadinessGatesNotReady", "True", "False")
+    assert ready["message"] == f'the status of pod readiness gate "{GATE}" is not "True", but False'
+    assert pod["status"]["containerStatuses"][0]["ready"] is True
+    wait_for("the endpoint NotReady", lambda: [e for e in endpoints(kube, "gated-0")
+                                               if e["addresses"] == [ip] and e["conditions"]["ready"] is False])
+    set_gate(kube, "gated-0", "True")
+    ready_pod(kube, "gated-0")
+
+
+def test_a_gate_condition_written_before_the_first_status_is_kept(kubelet, kube):
+    """What the suite does on any cluster: create the Pod, set its gate's condition at once."""
+    kube.create(model_server_pod("gated-1", readinessGates=[{"conditionType": GATE}]))
+    set_gate(kube, "gated-1", "True")
+    pod = ready_pod(kube, "gated-1")
+    assert condition(pod, GATE) == "True" and condition(pod, "ContainersReady") == "True"
 
 
 def test_deleting_a_pod_stops_its_process_and_the_object_goes(kubelet, kube, sandbox):
