@@ -24,6 +24,10 @@ DEFAULT_MODEL_SERVER_IMAGE = "gcr.io/k8s-staging-gateway-api/echo-basic:v2025110
 # The traffic tier's endpoint picker: upstream's EPP, which its conformance suite runs with the test
 # plugins (the embedded cluster builds this version from the Go module proxy: conformance.traffic.epp).
 DEFAULT_EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"
+# The traffic tier's sentinel (rule T5): a container that exits on its first accepted connection, so that
+# a connection shows in the Pod's status. Busybox's `nc -l -p PORT -e false` does that; this is the busybox
+# image of the Kubernetes end-to-end tests (registry.k8s.io, not rate-limited like Docker Hub).
+DEFAULT_SENTINEL_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1"
 
 
 class OptionError(ValueError):
@@ -64,6 +68,10 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
                            f"{DEFAULT_MODEL_SERVER_IMAGE})"),
     "epp-image": ("str", DEFAULT_EPP_IMAGE, "image of the traffic tier's endpoint picker Pods (upstream's EPP, run "
                                             f"with its conformance plugins; default: {DEFAULT_EPP_IMAGE})"),
+    "sentinel-image": ("str", DEFAULT_SENTINEL_IMAGE,
+                       "image of the traffic tier's sentinel Pod, which must exit on its first connection: it runs "
+                       "busybox's `nc -l -p PORT -e false` and `sh -c 'netstat -ltn | grep ...'` as readiness probe "
+                       f"(default: {DEFAULT_SENTINEL_IMAGE})"),
     "skip-traffic": ("bool", False, "leave out the traffic tier (requests through the gateway's data plane)"),
     "conformance-profiles": ("list", None, "comma-separated conformance profiles to run (known: Gateway)"),
     "report-output": ("str", None, "write the ConformanceReport YAML to this file (default: "
@@ -123,7 +131,7 @@ GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("kubeconfig", "context", "api-revision", "allow-crds-mismatch")),
     ("conformance-implementation", "InferencePool conformance: the implementation under test",
      ("gateway-class", "implementation-command", "supported-features", "exempt-features", "all-features",
-      "model-server-image", "epp-image")),
+      "model-server-image", "epp-image", "sentinel-image")),
     ("conformance-selection", "InferencePool conformance: which tests run",
      ("conformance-profiles", "run-test", "skip-tests", "skip-provisional-tests", "skip-traffic", "fail-fast",
       "rule-coverage")),
@@ -208,6 +216,7 @@ class Options:
     conformance_profiles: tuple[str, ...]
     model_server_image: str
     epp_image: str
+    sentinel_image: str
     skip_traffic: bool
     report_output: Path | None
     organization: str | None
@@ -376,6 +385,9 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
     if len(values["epp-image"]) > 255 or not _IMAGE.fullmatch(values["epp-image"]):
         raise OptionError(f"--epp-image={values['epp-image']!r} is not an image reference; give one like "
                           "registry.example.com/epp:v1.5.0")
+    if len(values["sentinel-image"]) > 255 or not _IMAGE.fullmatch(values["sentinel-image"]):
+        raise OptionError(f"--sentinel-image={values['sentinel-image']!r} is not an image reference; give one like "
+                          "registry.example.com/busybox:1.36")
     results_dir = values["results-dir"]
     if results_dir:
         existing = Path(results_dir).expanduser().resolve()
@@ -407,6 +419,7 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
         conformance_profiles=tuple(profiles),
         model_server_image=image,
         epp_image=values["epp-image"],
+        sentinel_image=values["sentinel-image"],
         skip_traffic=values["skip-traffic"],
         report_output=Path(report).expanduser() if report else None,
         organization=values["organization"],

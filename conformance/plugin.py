@@ -452,7 +452,8 @@ def traffic(suite: SuiteSession, topology):
     traffic tier is off or cannot run here."""
     from .traffic.tier import Traffic
 
-    return Traffic(topology, suite.traffic_routes(), suite.opts.model_server_image, suite.opts.epp_image)
+    return Traffic(topology, suite.traffic_routes(), suite.opts.model_server_image, suite.opts.epp_image,
+                   suite.opts.sentinel_image)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

@@ -60,7 +60,8 @@ RULES: dict[str, str] = {
     "T2": "the gateway reports back the endpoint that served (x-conformance-test-served-endpoint names it)",
     "T3": "FailClose (the default): with the endpoint picker unavailable, requests are refused (5xx), never forwarded",
     "T4": "FailOpen: with the endpoint picker unavailable, requests are still served (200) by a Ready pod of the pool",
-    "T5": "an endpoint picker reference to an ExternalName Service: no connection ever reaches its target",
+    "T5": "an endpoint picker reference to an ExternalName Service: no connection ever reaches its target, "
+          "no request is served through it",
     "T6": "routing by rule, pool and Gateway; weighted backendRefs split within a binomial tolerance",
     "T7": "after the last route goes, requests get 404; a NotReady pod gets no new requests",
     "T8": "every targetPort is used as picked; h2c pools are reached over h2c; a picker Service without a port: 9002",

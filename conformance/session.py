@@ -581,6 +581,7 @@ class SuiteSession:
         started = time.monotonic()
         plane = DataPlane(self.manager.cluster.server, self.manager.kubeconfig,
                           model_server_image=self.opts.model_server_image, epp_image=self.opts.epp_image,
+                          sentinel_image=self.opts.sentinel_image,
                           progress=self._progress)
         try:
             plane.start()

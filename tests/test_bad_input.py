@@ -76,6 +76,7 @@ CASES = [
     (["--conformance-debug=maybe"], "--conformance-debug='maybe' is not a boolean"),
     (["--skip-provisional-tests=sometimes"], "is not a boolean"),
     (["--model-server-image=Echo Server:1"], "--model-server-image='Echo Server:1' is not an image reference"),
+    (["--sentinel-image=BusyBox"], "--sentinel-image='BusyBox' is not an image reference"),
 ]
 
 

@@ -9,7 +9,8 @@ together, inside one network namespace (docs/traffic.md):
 2. an `ApiBridge`, so the API server's URL (and so the cluster's kubeconfig) works inside;
 3. the `Kubelet` stand-in, running the Pods labelled `TRAFFIC_LABEL` (the traffic manifests' Pods:
    model servers as `conformance.traffic.backend`, the EPP image as upstream's EPP built from the Go
-   module proxy, `epp.ensure()`);
+   module proxy, `epp.ensure()`, the sentinel image's `nc -l -p PORT -e false` as
+   `conformance.traffic.sentinel`);
 4. Envoy, configured from files in `envoy_dir` that the implementation under test writes
    (`{envoy_config_dir}` in --implementation-command; the reference gateway's --envoy-config-dir);
 5. one `Bridge` out of the sandbox per Gateway address, so the suite (and every pytest-xdist worker)
@@ -28,11 +29,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..options import DEFAULT_EPP_IMAGE
+from ..options import DEFAULT_EPP_IMAGE, DEFAULT_SENTINEL_IMAGE
 from . import epp
 from .bridge import ApiBridge, Bridge
 from .envoy import Envoy
-from .kubelet import Container, Kubelet, Launch, Unsupported, image_repository, model_server
+from .kubelet import Container, Kubelet, Launch, Unsupported, image_repository, model_server, sentinel
 from .netns import Sandbox, start_process
 
 # The label that hands a Pod to the kubelet stand-in: the traffic manifests' Pods carry it, the status
@@ -78,12 +79,14 @@ class DataPlane:
     """The sandbox and what runs in it for the traffic tier of the embedded cluster; a context manager."""
 
     def __init__(self, server_url: str, kubeconfig: str | os.PathLike, *, model_server_image: str,
-                 epp_image: str = DEFAULT_EPP_IMAGE, gateway_addresses: Sequence[str] = GATEWAY_ADDRESSES,
-                 gateway_port: int = GATEWAY_PORT, progress=None):
+                 epp_image: str = DEFAULT_EPP_IMAGE, sentinel_image: str = DEFAULT_SENTINEL_IMAGE,
+                 gateway_addresses: Sequence[str] = GATEWAY_ADDRESSES, gateway_port: int = GATEWAY_PORT,
+                 progress=None):
         self.server_url = server_url
         self.kubeconfig = str(kubeconfig)
         self.model_server_image = model_server_image
         self.epp_image = epp_image
+        self.sentinel_image = sentinel_image
         self.gateway_addresses = tuple(gateway_addresses)
         self.gateway_port = gateway_port
         self.progress = progress
@@ -117,6 +120,7 @@ class DataPlane:
                                    log_dir=self.dir / "pods")
             self.kubelet.register(self.model_server_image, model_server)
             self.kubelet.register(image_repository(self.epp_image), epp_program(str(binary), self.kubeconfig))
+            self.kubelet.register(image_repository(self.sentinel_image), sentinel)
             self.kubelet.start()
             self.envoy = Envoy(self.sandbox, self.envoy_dir)
             self.envoy.start()

@@ -20,10 +20,11 @@ What it does:
   and puts it on the sandbox's lo;
 - starts each container from a program table: image -> how to run it here (`Program`). The model
   server images (Gateway API's echo server, the suite's --model-server-image default) run
-  `conformance.traffic.backend`; other components register theirs (`Kubelet.register`), e.g. the
-  EPP image -> a built binary. A Pod with an image nobody registered stays Pending, its container
-  waiting with reason `NoProgramForImage` and a message naming the image, and is tried again every
-  second (so is a Pod whose ConfigMap is not there yet);
+  `conformance.traffic.backend`, and the sentinel image (busybox, --sentinel-image's default) runs
+  `conformance.traffic.sentinel` for `nc -l -p PORT -e false`; other components register theirs
+  (`Kubelet.register`), e.g. the EPP image -> a built binary. A Pod with an image nobody registered
+  stays Pending, its container waiting with reason `NoProgramForImage` and a message naming the
+  image, and is tried again every second (so is a Pod whose ConfigMap is not there yet);
 - waits until each container listens (its program's ports, and the ports of its readiness probe,
   read from the sandbox's /proc/<pid>/net/tcp{,6}: no process has to be started to probe), then
   writes `pods/status`: Running, podIP(s), hostIP(s), startTime, containerStatuses, and the
@@ -72,7 +73,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from ..kube import ApiError, Kube
-from ..options import DEFAULT_MODEL_SERVER_IMAGE
+from ..options import DEFAULT_MODEL_SERVER_IMAGE, DEFAULT_SENTINEL_IMAGE
 from .backend import DEFAULT_PORT as ECHO_DEFAULT_PORT
 from .netns import Sandbox, start_process
 
@@ -161,6 +162,57 @@ def model_server(c: Container) -> Launch:
     )
 
 
+def parse_netcat(argv: list[str]) -> tuple[int, int]:
+    """(port, exit code once a connection came) of a Busybox netcat listener: `nc -l -p PORT [-e PROG]`.
+
+    Also `busybox nc ...`, `/bin/nc ...`, `-pPORT`, and the flags -v and -n. PROG is `false` (exit 1) or
+    `true` (exit 0); without -e, Busybox's nc would relay the connection until the peer closes it and
+    then exit 0 (the sentinel exits 0 at once). ValueError says what else is not understood."""
+    args = list(argv)
+    if args and os.path.basename(args[0]) == "busybox":
+        args = args[1:]
+    if not args or os.path.basename(args[0]) != "nc":
+        raise ValueError(f"{' '.join(argv) or 'no command'!r} is not `nc -l -p PORT [-e PROG]`")
+    port, exit_code, listen, i = None, 0, False, 1
+    while i < len(args):
+        arg = args[i]
+        if arg == "-e":
+            prog = args[i + 1:]
+            codes = {"false": 1, "true": 0}
+            if len(prog) != 1 or os.path.basename(prog[0]) not in codes:
+                raise ValueError(f"-e {' '.join(prog)!r}: the sentinel runs only `-e false` or `-e true`")
+            exit_code = codes[os.path.basename(prog[0])]
+            break
+        if arg.startswith("-p"):
+            value = arg[2:] or (args[i + 1] if i + 1 < len(args) else "")
+            i += 0 if arg[2:] else 1
+            if not value.isdigit() or not 0 < int(value) < 65536:
+                raise ValueError(f"-p {value!r} is not a port")
+            port = int(value)
+        elif arg.startswith("-") and len(arg) > 1 and set(arg[1:]) <= set("lvn"):
+            listen = listen or "l" in arg
+        else:
+            raise ValueError(f"{arg!r} is not understood (the sentinel runs `nc -l -p PORT [-e PROG]`)")
+        i += 1
+    if not listen or port is None:
+        raise ValueError(f"{' '.join(argv)!r} does not listen on a port: the sentinel runs `nc -l -p PORT [-e PROG]`")
+    return port, exit_code
+
+
+def sentinel(c: Container) -> Launch:
+    """A listener that exits on its first accepted connection (`conformance.traffic.sentinel`), for
+    containers of the sentinel image that run Busybox's `nc -l -p PORT -e false` (rule T5: a connection
+    shows in the Pod's status as an exited container). It listens at the Pod's address only."""
+    try:
+        port, exit_code = parse_netcat([*(c.spec.get("command") or []), *(c.spec.get("args") or [])])
+    except ValueError as e:
+        raise Unsupported(f"container {c.name}: {e}") from None
+    pythonpath = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)
+    return Launch(argv=[sys.executable, "-S", "-m", "conformance.traffic.sentinel", "--address", c.ip,
+                        "--port", str(port), "--exit-code", str(exit_code)],
+                  env={"PYTHONPATH": pythonpath}, ports=[port])
+
+
 def image_repository(image: str) -> str:
     """The image without its tag and digest: registry:5000/echo-basic:v1@sha256:... -> registry:5000/echo-basic."""
     image = image.split("@", 1)[0]
@@ -169,8 +221,10 @@ def image_repository(image: str) -> str:
 
 
 def default_programs() -> dict[str, Program]:
-    """The model server images (any tag of Gateway API's echo server) -> the backend."""
-    return {DEFAULT_MODEL_SERVER_IMAGE: model_server, image_repository(DEFAULT_MODEL_SERVER_IMAGE): model_server}
+    """The model server images (any tag of Gateway API's echo server) -> the backend; the sentinel
+    image (any tag of the default busybox) -> the sentinel."""
+    return {DEFAULT_MODEL_SERVER_IMAGE: model_server, image_repository(DEFAULT_MODEL_SERVER_IMAGE): model_server,
+            image_repository(DEFAULT_SENTINEL_IMAGE): sentinel}
 
 
 def _now() -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import yaml
 
 from ..data import MANIFESTS
+from ..options import DEFAULT_SENTINEL_IMAGE
 from ..revisions import Api
 
 TRAFFIC_MANIFESTS = MANIFESTS / "traffic"
@@ -39,12 +41,15 @@ def epp_ports() -> EppPorts:
 
 
 def load(name: str, *, namespace: str, gateway_class: str, api: Api, model_server_image: str, epp_image: str,
-         failure_mode: str = "FailClose", ports: EppPorts | None = None) -> list[dict]:
-    """The objects of manifests/traffic/<name> in `namespace`, placeholders filled in."""
+         failure_mode: str = "FailClose", ports: EppPorts | None = None,
+         sentinel_image: str = DEFAULT_SENTINEL_IMAGE, values: Mapping[str, object] | None = None) -> list[dict]:
+    """The objects of manifests/traffic/<name> in `namespace`, placeholders filled in (`values`: those a
+    test knows only once it runs, such as {picker_address})."""
     ports = ports or epp_ports()
     values = {"gateway_class": gateway_class, "model_server_image": model_server_image, "epp_image": epp_image,
               "epp_port": ports.grpc, "epp_health_port": ports.health, "epp_metrics_port": ports.metrics,
-              "failure_mode": failure_mode, "namespace": namespace, "inference_group": api.group}
+              "failure_mode": failure_mode, "namespace": namespace, "inference_group": api.group,
+              "sentinel_image": sentinel_image, **(values or {})}
     text = (TRAFFIC_MANIFESTS / name).read_text()
     for key, value in values.items():
         text = text.replace("{" + key + "}", str(value))

@@ -9,11 +9,14 @@ tracked and deleted with the test's namespace like every other test's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..conditions import Judgement
-from ..topology import Topology
+from ..options import DEFAULT_SENTINEL_IMAGE
+from ..topology import PreconditionFailed, Topology
 from ..wait import wait_for
 from . import client, manifests
 
@@ -24,6 +27,8 @@ MODEL_SERVERS = ("model-server-0", "model-server-1", "model-server-2")  # the po
 # cluster by setting this condition False in the Pod's status; the kubelet then computes Ready False.
 SERVING_GATE = "inference-conformance/serving"
 _STRATEGIC = "application/strategic-merge-patch+json"  # conditions merge by type: the kubelet's stay
+SENTINEL = "sentinel"  # the Pod of manifests/traffic/externalname-picker.yaml whose containers exit on a connection
+WITNESS = "witness"  # its container (and Service, and HTTPRoute) that the test itself connects to, last
 
 
 def _ready(pod: dict | None) -> bool:
@@ -38,6 +43,7 @@ class Traffic:
     routes: dict[str, str]  # Gateway "address:port" -> where this process connects for it ({} : as is)
     model_server_image: str
     epp_image: str
+    sentinel_image: str = DEFAULT_SENTINEL_IMAGE
 
     @property
     def kube(self):
@@ -48,16 +54,22 @@ class Traffic:
         return self.topology.namespace
 
     def deploy(self, name: str = "pool-with-picker.yaml", *, failure_mode: str = "FailClose",
-               readiness_gate: bool = False) -> None:
-        """Apply manifests/traffic/<name> into the test's namespace.
+               readiness_gate: bool = False, only: Iterable[str] | None = None, skip: Iterable[str] = (),
+               **values) -> None:
+        """Apply manifests/traffic/<name> into the test's namespace: its objects named `Kind/name` in
+        `only` (default: all) and not in `skip`; `values` fill in placeholders a test learns as it runs.
 
         `readiness_gate`: the model servers (label app: model-server) also get the readiness gate
         SERVING_GATE, its condition set True at once (nothing else writes it), so that `set_serving`
         can turn one NotReady later through its kubelet, whichever kubelet that is.
         """
-        docs = manifests.load(name, namespace=self.namespace, gateway_class=self.topology.gateway_class,
-                              api=self.topology.revision.api, model_server_image=self.model_server_image,
-                              epp_image=self.epp_image, failure_mode=failure_mode)
+        only, skip = None if only is None else set(only), set(skip)
+        docs = [d for d in manifests.load(name, namespace=self.namespace, gateway_class=self.topology.gateway_class,
+                                          api=self.topology.revision.api, model_server_image=self.model_server_image,
+                                          epp_image=self.epp_image, failure_mode=failure_mode,
+                                          sentinel_image=self.sentinel_image, values=values)
+                if (only is None or f"{d['kind']}/{d['metadata']['name']}" in only)
+                and f"{d['kind']}/{d['metadata']['name']}" not in skip]
         gated = [d for d in docs if readiness_gate and d["kind"] == "Pod"
                  and (d["metadata"].get("labels") or {}).get("app") == "model-server"]
         for pod in gated:
@@ -123,3 +135,91 @@ class Traffic:
     def consistently(self, send, check, what: str):
         """The answer once `check` has held for 3 answers in a row (MaxTimeToConsistency at most)."""
         return client.until_consistent(send, check, what=what, timeout=self.topology.timeouts.MaxTimeToConsistency)
+
+    def sentinel(self, name: str = "externalname-picker.yaml") -> Sentinel:
+        """Deploy the sentinel Pod of manifests/traffic/<name> alone and wait until it is Ready (rule T5)."""
+        self.deploy(name, only=[f"Pod/{SENTINEL}"])
+        pod = wait_for(self.kube, "v1", "Pod", SENTINEL, self.namespace, _ready,
+                       timeout=self.topology.timeouts.NamespacesMustBeReady, what=f"Pod {SENTINEL}",
+                       expected="the sentinel Pod is Ready (its containers listen) and has an IP")
+        ips = [p.get("ip") for p in pod["status"].get("podIPs") or [{"ip": pod["status"]["podIP"]}]]
+        address = next((ip for ip in ips if ip and ipaddress.ip_address(ip).version == 4), None)
+        if address is None:
+            raise PreconditionFailed(f"the sentinel Pod has no IPv4 address ({', '.join(map(str, ips))})", "T5",
+                                     "an ExternalName Service takes a DNS-1123 name, which an IPv4 address is "
+                                     "and an IPv6 one is not")
+        started = {c["name"]: (c.get("state") or {}).get("running", {}).get("startedAt")
+                   for c in pod["status"].get("containerStatuses") or []}
+        return Sentinel(self, name, address, started)
+
+
+@dataclass
+class Sentinel:
+    """A Pod whose containers each listen on one port and exit on the first connection they accept, so
+    that a connection shows in the Kubernetes API on any cluster (conformance.traffic.sentinel)."""
+
+    traffic: Traffic
+    manifest: str
+    address: str  # the Pod's IPv4 address
+    started: dict[str, str | None]  # container -> state.running.startedAt once the Pod was Ready
+    parts: tuple[str, ...] = field(default=(f"Pod/{SENTINEL}", f"Service/{WITNESS}", f"HTTPRoute/{WITNESS}"))
+
+    def connections(self, target: str) -> list[str]:
+        """What the containers other than the witness show of connections, one line each (none: []).
+
+        Read from a Pod status written after every request sent before this call: the witness's Service
+        and HTTPRoute are applied only now, and requests go to /witness through the Gateway until the
+        witness container shows its connection (or another container shows one: that needs no freshness).
+        That also proves that this cluster's sentinel shows a connection; if the witness never does, the
+        count means nothing and this fails as a precondition."""
+        traffic = self.traffic
+        traffic.deploy(self.manifest, only=self.parts[1:])
+        seen: dict = {}
+
+        def check(_answer: client.Answer) -> str | None:
+            seen["pod"] = traffic.kube.get("v1", "Pod", SENTINEL, traffic.namespace)
+            if container_connections(seen["pod"], {WITNESS: self.started.get(WITNESS)}) or self.seen(seen["pod"]):
+                return None
+            return f"the {WITNESS} container of Pod {SENTINEL} shows no connection yet"
+
+        timeout = traffic.topology.timeouts.MaxTimeToConsistency
+        try:
+            client.until_consistent(traffic.send(target, path=f"/{WITNESS}"), check, times=1, timeout=timeout,
+                                    what=f"requests to /{WITNESS} through the Gateway")
+        except client.NotConsistent as e:
+            raise PreconditionFailed(
+                f"a connection to the sentinel Pod's {WITNESS} container (HTTPRoute {WITNESS} -> Service {WITNESS}) "
+                f"does not show in its status", "T5",
+                f"{e}; without that, zero connections seen at the picker proves nothing (--sentinel-image must exit "
+                "on its first connection, as busybox's `nc -l -p PORT -e false` does)") from None
+        return self.seen(seen["pod"])
+
+    def seen(self, pod: dict | None) -> list[str]:
+        """The connections the Pod's containers other than the witness show."""
+        return container_connections(pod, {k: v for k, v in self.started.items() if k != WITNESS})
+
+
+def container_connections(pod: dict | None, started: dict[str, str | None]) -> list[str]:
+    """One line per container of `started` whose status shows that it stopped since it started then:
+    it exited, was restarted, or runs since another time (a sentinel exits on its first connection)."""
+    statuses = {c.get("name"): c for c in ((pod or {}).get("status") or {}).get("containerStatuses") or []}
+    out = []
+    for name, first in started.items():
+        c = statuses.get(name)
+        if c is None:
+            out.append(f"container {name} has no status (the Pod is gone?)")
+            continue
+        state, last = c.get("state") or {}, (c.get("lastState") or {}).get("terminated")
+        if "terminated" in state:
+            t = state["terminated"]
+            out.append(f"container {name} exited with code {t.get('exitCode')} ({t.get('reason')}) at "
+                       f"{t.get('finishedAt')}")
+        elif c.get("restartCount"):
+            out.append(f"container {name} was restarted {c['restartCount']} time(s)"
+                       + (f", last exit code {last.get('exitCode')} at {last.get('finishedAt')}" if last else ""))
+        elif "running" not in state:
+            waiting = state.get("waiting") or {}
+            out.append(f"container {name} is not running ({waiting.get('reason') or 'no state'})")
+        elif first and state["running"].get("startedAt") != first:
+            out.append(f"container {name} runs since {state['running'].get('startedAt')}, not since {first}")
+    return out

@@ -19,18 +19,21 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from conformance.cluster.embedded import EmbeddedCluster
-from conformance.options import DEFAULT_MODEL_SERVER_IMAGE
-from conformance.traffic import netns
+from conformance.options import DEFAULT_EPP_IMAGE, DEFAULT_MODEL_SERVER_IMAGE, DEFAULT_SENTINEL_IMAGE
+from conformance.revisions import REVISIONS
+from conformance.traffic import manifests, netns
 from conformance.traffic.kubelet import NO_PROGRAM, Kubelet, model_server
 from conformance.traffic.netns import Sandbox
 
 pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
 
 NS = "traffic"
+PROBE = [sys.executable, "-I", "-S", str(Path(__file__).with_name("probe.py"))]
 BODY = json.dumps({"model": "conformance-fake-model", "prompt": "Write as if you were a critic: San Francisco"})
 CLIENT = """
 import http.client, json, sys
@@ -300,6 +303,28 @@ def test_a_registered_program_runs_its_image(kubelet, kube, sandbox):
     config = "kind: EndpointPickerConfig\n"
     assert seen == [("registered", ip, "hi 8000", ip, config, config)]
     assert post(sandbox, ip, 8000)["body"]["pod"] == "registered"
+
+
+def test_the_sentinel_pod_shows_its_first_connection_as_an_exited_container(kubelet, kube, sandbox):
+    """Rule T5's sentinel (manifests/traffic/externalname-picker.yaml), busybox's `nc -l -p PORT -e false`:
+    Ready once both containers listen; a connection to one ends that container (exit code 1), which
+    restartPolicy Never leaves terminated, while the other runs on."""
+    docs = manifests.load("externalname-picker.yaml", namespace=NS, gateway_class="unused", api=REVISIONS["v1.6"].api,
+                          model_server_image=DEFAULT_MODEL_SERVER_IMAGE, epp_image=DEFAULT_EPP_IMAGE)
+    [pod] = [d for d in docs if (d["kind"], d["metadata"]["name"]) == ("Pod", "sentinel")]
+    assert pod["spec"]["containers"][0]["image"] == DEFAULT_SENTINEL_IMAGE
+    kube.create(pod)
+    ip = ready_pod(kube, "sentinel")["status"]["podIP"]
+    assert len(kubelet.pids(NS, "sentinel")) == 2
+    assert sandbox.run([*PROBE, "connect", ip, "9002"]).stdout.strip() == ""  # connected, closed, nothing sent
+    pod = wait_for("the picker container to exit", lambda: (p := kube.get("v1", "Pod", "sentinel", NS)) and any(
+        "terminated" in c["state"] for c in p["status"]["containerStatuses"]) and p)
+    states = {c["name"]: c for c in pod["status"]["containerStatuses"]}
+    assert states["picker"]["state"]["terminated"]["exitCode"] == 1 and states["picker"]["restartCount"] == 0
+    assert "running" in states["witness"]["state"] and states["witness"]["ready"] is True
+    assert pod["status"]["phase"] == "Running" and condition(pod, "Ready") == "False"
+    assert "connection from" in kubelet.logs(NS, "sentinel", "picker")
+    assert "ECONNREFUSED" in sandbox.run([*PROBE, "connect", ip, "9002"]).stdout  # not restarted: nothing listens
 
 
 def test_close_leaves_no_process_no_address_no_node(cluster, kube, sandbox):
