@@ -411,6 +411,14 @@ def gateway_class(suite: SuiteSession, kube, timeouts) -> str:
     name = opts.gateway_class or REFERENCE_GATEWAY_CLASS
     created = suite.bring_up_implementation(kube)  # on the embedded cluster
     found = kube.get("gateway.networking.k8s.io/v1", "GatewayClass", name)
+    if found is None and suite.started_implementation and not created:
+        # An implementation the suite just started may install its own class (as Istio does).
+        try:
+            found = wait_for(kube, "gateway.networking.k8s.io/v1", "GatewayClass", name, None,
+                             lambda o: o is not None, timeout=timeouts.GWCMustBeAccepted,
+                             what=f"GatewayClass {name} to exist", expected="the implementation installs it")
+        except WaitTimeout:
+            pass
     if found is None:
         pytest.exit(f"GatewayClass {name!r} does not exist on the cluster; install your implementation "
                     "or pass --gateway-class with an existing class", returncode=EXIT_USAGE)

@@ -16,11 +16,12 @@ from kubernetes import client, config
 from . import behaviours, dataplane, faults
 from .cache import Cache
 from .controller import Controller
-from .kube import Kube
-from .model import DEFAULT_CONTROLLER
+from .kube import ApiError, Kube
+from .model import DEFAULT_CONTROLLER, FIXED_RESOURCES
 from .revisions import APIS, DEFAULT, REVISIONS, choose, revisions_by_api
 
 log = logging.getLogger("reference_gateway")
+GATEWAY_CLASS = FIXED_RESOURCES["GatewayClass"]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,9 +39,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gateway-class",
                    help="reconcile only this GatewayClass (it must name the controller); "
                         "default: every class that does")
-    p.add_argument("--api-revision", action="append", choices=list(REVISIONS), metavar="NAME",
-                   help="the InferencePool CRD revision installed in the cluster, of one API group; repeat it, "
-                        "at most once per group, to reconcile the pools of both APIs (default: "
+    p.add_argument("--install-gateway-class", action="store_true",
+                   help="create the GatewayClass --gateway-class names (for --controller-name) when it does not "
+                        "exist, as some implementations install their own; it is deleted at exit if created")
+    p.add_argument("--api-revision", action="append", type=_names, metavar="NAME",
+                   help="the InferencePool CRD revision installed in the cluster, of one API group; repeat it "
+                        "(or give a comma-separated list), at most once per group, to reconcile the pools of "
+                        "both APIs (default: "
                         f"{DEFAULT}). " + "; ".join(
                             f"{APIS[group].api_version}: {', '.join(names)}"
                             for group, names in revisions_by_api().items()))
@@ -51,20 +56,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="switch on a benign (conformant but unusual) behaviour (repeatable): "
                         + ", ".join(sorted(behaviours.BEHAVIOURS)) + " (described below)")
     p.add_argument("--slow-seconds", type=float, default=behaviours.DEFAULT_SLOW_SECONDS, metavar="SECONDS",
-                   help="with --behaviour slow: seconds between an event and the status write (default: %(default)g)")
+                   help="with --behaviour slow: seconds between an event and the status write; with --behaviour "
+                        "slow-dataplane: between a change and the data plane's configuration (default: %(default)g)")
     p.add_argument("--rewrite-seconds", type=float, default=behaviours.DEFAULT_REWRITE_SECONDS, metavar="SECONDS",
                    help="with --behaviour frequent-rewrites: seconds between two rewrites (default: %(default)g)")
     p.add_argument("--envoy-config-dir", metavar="DIR",
                    help="also program an Envoy: write its listeners and clusters to DIR/lds.json and DIR/cds.json "
                         "(an Envoy bootstrapped to read them from files takes them up; see README.md); "
                         "without it, status only")
-    p.add_argument("--gateway-address", action="append", metavar="IP",
+    p.add_argument("--gateway-address", action="append", type=_names, metavar="IP",
                    help="with --envoy-config-dir: an address Envoy's listeners bind to, one per Gateway, reported in "
-                        f"its status.addresses; repeat it for more Gateways (default: {dataplane.DEFAULT_ADDRESS})")
+                        "its status.addresses; repeat it (or give a comma-separated list) for more Gateways "
+                        f"(default: {dataplane.DEFAULT_ADDRESS})")
     p.add_argument("--epp-tls", action="store_true",
                    help="with --envoy-config-dir: talk TLS to the endpoint picker (its certificate is not verified)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--log-file", metavar="PATH", help="write the log to PATH as well as to standard error")
     args = p.parse_args(argv)
+    args.api_revision = [n for names in args.api_revision or [] for n in names]
+    args.gateway_address = [a for addresses in args.gateway_address or [] for a in addresses]
+    for name in args.api_revision:
+        if name not in REVISIONS:
+            p.error(f"--api-revision: unknown revision {name!r} (choose from {', '.join(REVISIONS)})")
+    if args.install_gateway_class and not args.gateway_class:
+        p.error("--install-gateway-class needs --gateway-class")
     if not args.envoy_config_dir and (args.gateway_address or args.epp_tls):
         p.error("--gateway-address and --epp-tls need --envoy-config-dir")
     for address in args.gateway_address or []:
@@ -79,6 +94,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _names(value: str) -> list[str]:
+    """A comma-separated list (as a suite's `{api_revision}` or `{gateway_addresses}` expands)."""
+    return [v for v in value.split(",") if v]
+
+
+def install_gateway_class(kube: Kube, name: str, controller_name: str) -> bool:
+    """Create GatewayClass `name` for this controller unless it exists; True when created here."""
+    if kube.get(GATEWAY_CLASS, name) is not None:
+        return False
+    try:
+        kube.request("POST", GATEWAY_CLASS.path(), body={
+            "apiVersion": GATEWAY_CLASS.api_version, "kind": "GatewayClass",
+            "metadata": {"name": name}, "spec": {"controllerName": controller_name}})
+    except ApiError as e:
+        if e.status == 409:  # created meanwhile by someone else
+            return False
+        raise
+    log.info("created GatewayClass %s", name)
+    return True
+
+
 def api_client(kubeconfig: str | None) -> client.ApiClient:
     cfg = client.Configuration()
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
@@ -89,7 +125,8 @@ def api_client(kubeconfig: str | None) -> client.ApiClient:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level,
+    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log_file)] if args.log_file else [])
+    logging.basicConfig(handlers=handlers, level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The watch threads report connection problems themselves, once per retry.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
@@ -99,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     behaviours.activate(args.behaviour, slow_seconds=args.slow_seconds, rewrite_seconds=args.rewrite_seconds)
     if args.behaviour:
         log.warning("benign behaviours switched on: %s%s", ", ".join(sorted(args.behaviour)),
-                    f" (slow: {args.slow_seconds:g}s)" if "slow" in args.behaviour else "")
+                    f" (slow: {args.slow_seconds:g}s)" if {"slow", "slow-dataplane"} & set(args.behaviour) else "")
 
     stop = threading.Event()
 
@@ -123,10 +160,14 @@ def main(argv: list[str] | None = None) -> int:
              f", GatewayClass {args.gateway_class}" if args.gateway_class else "",
              f", Envoy configuration in {plane.options.config_dir} for {', '.join(plane.options.addresses)}"
              if plane else "")
+    installed = args.install_gateway_class and install_gateway_class(kube, args.gateway_class, args.controller_name)
     controller.start()
     while not stop.wait(1.0):  # the timeout keeps the main thread responsive to signals
         pass
     controller.stop()
+    if installed:
+        kube.request("DELETE", GATEWAY_CLASS.path(None, args.gateway_class))
+        log.info("deleted GatewayClass %s", args.gateway_class)
     log.info("stopped")
     return 0
 

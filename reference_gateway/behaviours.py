@@ -35,7 +35,12 @@ BEHAVIOURS: dict[str, str] = {
         "pool, without putting the placeholder back (what GIE v0.5.x's own conformance test demands); "
         "with any other revision (the seed, v0.2 - v0.4, every v1 revision) there is no placeholder, the "
         "list is left empty anyway, and it changes nothing",
+    "slow-dataplane":
+        "the data plane picks up each change --slow-seconds late: Envoy's configuration is rewritten that "
+        "long after the change that calls for it, from the state at that time (status is not delayed)",
 }
+# The behaviours of the data plane: only a run with traffic shows them.
+TRAFFIC = frozenset({"slow-dataplane"})
 
 DEFAULT_SLOW_SECONDS = 30.0
 DEFAULT_REWRITE_SECONDS = 1.0
@@ -75,6 +80,11 @@ def active() -> frozenset[str]:
 def write_delay() -> float:
     """Seconds between an event and the reconcile (and status write) it calls for."""
     return _slow_seconds if on("slow") else 0.0
+
+
+def dataplane_delay() -> float:
+    """Seconds between a change and the data plane's configuration that follows it."""
+    return _slow_seconds if on("slow-dataplane") else 0.0
 
 
 def rewrite_seconds() -> float:

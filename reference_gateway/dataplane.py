@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import status
+from . import behaviours, faults, status
 from .model import (
     INFERENCE_GA_GROUP,
     POOL_KIND,
@@ -306,7 +306,7 @@ def pool_endpoints(pool: dict, revision: Revision, inventory: Inventory) -> list
     if not selector:
         return []
     ips = sorted({p["podIP"] for (pns, _), p in inventory.pods.items()
-                  if pns == ns and p["ready"] and p["podIP"]
+                  if pns == ns and (p["ready"] or faults.on("route-to-not-ready")) and p["podIP"]
                   and all(p["labels"].get(k) == v for k, v in selector.items())})
     return [(ip, port) for ip in ips for port in ports]
 
@@ -351,8 +351,12 @@ def picker_problem(pool: dict, revision: Revision, inventory: Inventory) -> str 
 def failure_mode(pool: dict, revision: Revision) -> str:
     """The pool's failureMode; FailClose (the API's default) when it says nothing."""
     ref = spec(pool).get(revision.api.picker_field)
-    mode = ref.get("failureMode") if isinstance(ref, dict) else None
-    return mode or "FailClose"
+    mode = (ref.get("failureMode") if isinstance(ref, dict) else None) or "FailClose"
+    if faults.on("swap-failure-modes"):
+        return {"FailOpen": "FailClose", "FailClose": "FailOpen"}.get(mode, mode)
+    if faults.on("fail-open-as-fail-close"):
+        return "FailClose"
+    return mode
 
 
 # What ext_proc sends the EPP: headers both ways, bodies FULL_DUPLEX_STREAMED, which needs the trailers
@@ -365,13 +369,15 @@ PROCESSING_MODE = {"request_header_mode": "SEND", "response_header_mode": "SEND"
 def translate_pool(pool: dict, revision: Revision, inventory: Inventory, options: Options) -> _Pool:
     group, k = revision.api.group, key(pool)
     name = pool_cluster_name(group, k)
+    round_robin = _policy("envoy.load_balancing_policies.round_robin", _any(_ROUND_ROBIN))
+    served = {} if faults.on("no-served-endpoint") else {"selected_host_key": _metadata_key(SERVED_KEY)}
     cluster = {
         "@type": _CLUSTER, "name": name, "type": "STATIC", "connect_timeout": "2s",
-        "load_balancing_policy": _policy("envoy.load_balancing_policies.override_host", _any(
-            _OVERRIDE_HOST,
-            override_host_sources=[{"metadata": _metadata_key(DESTINATION_KEY)}, {"header": DESTINATION_KEY}],
-            selected_host_key=_metadata_key(SERVED_KEY),
-            fallback_policy=_policy("envoy.load_balancing_policies.round_robin", _any(_ROUND_ROBIN)))),
+        "load_balancing_policy": round_robin if faults.on("ignore-pick") else _policy(
+            "envoy.load_balancing_policies.override_host", _any(
+                _OVERRIDE_HOST,
+                override_host_sources=[{"metadata": _metadata_key(DESTINATION_KEY)}, {"header": DESTINATION_KEY}],
+                **served, fallback_policy=round_robin)),
         "load_assignment": _load_assignment(name, pool_endpoints(pool, revision, inventory)),
     }
     if spec(pool).get("appProtocol") == H2C:
@@ -662,7 +668,9 @@ class Dataplane:
             while not stop.is_set():
                 if not self._dirty.wait(0.5):
                     continue
-                stop.wait(0.02)  # let a burst of events land first
+                if delay := behaviours.dataplane_delay():
+                    log.info("data plane: taking the change up %gs late (slow-dataplane)", delay)
+                stop.wait(delay or 0.02)  # let a burst of events land first
                 self._dirty.clear()
                 try:
                     enqueue(self.render())

@@ -70,7 +70,22 @@ FAULTS: dict[str, str] = {
     "replace-parent-list":
         "computes status.parent from its own record of what it last wrote, not from the pool as it is, and "
         "writes it with a JSON merge patch without resourceVersion: entries others added since are lost",
+    # The data plane (the traffic tier): what Envoy is told to do with requests.
+    "ignore-pick":
+        "the data plane balances requests round robin over the pool's endpoints and ignores the endpoint "
+        "picker's pick (the picker is still asked)",
+    "swap-failure-modes":
+        "the data plane fails open for a FailClose pool and closed for a FailOpen one",
+    "fail-open-as-fail-close":
+        "the data plane treats FailOpen as FailClose: with the endpoint picker unavailable, every request is refused",
+    "no-served-endpoint":
+        "the data plane does not report which endpoint served a request back to the endpoint picker",
+    "route-to-not-ready":
+        "the data plane's endpoints of a pool include the Pods that are not Ready",
 }
+# The faults of the data plane: only a run with traffic can catch them.
+TRAFFIC = frozenset({"ignore-pick", "swap-failure-modes", "fail-open-as-fail-close", "no-served-endpoint",
+                     "route-to-not-ready"})
 
 _active: frozenset[str] = frozenset()
 

@@ -66,8 +66,7 @@ from conformance.cluster.embedded import EmbeddedCluster
 from conformance.features import REFERENCE_GATEWAY_CLASS
 from conformance.kube import ApiError, Kube
 from conformance.revisions import APIS, DEFAULT, GATEWAY_API_CRDS, REVISIONS
-from reference_gateway.behaviours import BEHAVIOURS
-from reference_gateway.faults import FAULTS
+from reference_gateway import behaviours, faults
 
 from .crd_swap import install
 from .suite_run import (
@@ -86,7 +85,10 @@ from .suite_run import (
 
 CATCHES = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
 BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
-EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault != "benign"}
+EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault not in ("benign", "traffic")}
+# The data plane's faults and behaviours are judged by tests/test_traffic_faults.py (`traffic:` in the file).
+FAULTS = sorted(set(faults.FAULTS) - faults.TRAFFIC)
+BEHAVIOURS = sorted(set(behaviours.BEHAVIOURS) - behaviours.TRAFFIC)
 WORKERS = 5  # a faulty run mostly waits: five single-process runs side by side keep two cores busy
 GA = "v1.6"  # the GA API's revision every run judges beside the v1alpha2 one
 # The reference implementation answers in milliseconds; a fault that makes it never
@@ -323,13 +325,13 @@ def jobs() -> list[Job]:
 
 def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
     started = time.monotonic()
-    assert sorted(EXPECTED) == sorted(FAULTS), "tests/fault_catches.yaml must list every fault, and only those"
+    assert sorted(EXPECTED) == sorted(FAULTS), "tests/fault_catches.yaml must list every status fault, and only those"
     for fault, entry in EXPECTED.items():
         unknown = set(entry) - {"revision", "caught_by", "apis"}
         assert set(entry.get("apis", APIS)) <= set(APIS), f"{fault}: unknown API in apis"
         assert not unknown and entry.get("caught_by"), f"{fault}: needs caught_by, and nothing else but revision"
     assert sorted(BENIGN) == sorted(BEHAVIOURS), (
-        "the benign: section of tests/fault_catches.yaml must list every behaviour, and only those")
+        "the benign: section of tests/fault_catches.yaml must list every status behaviour, and only those")
     for behaviour, entry in BENIGN.items():
         unknown = set(entry) - {"revisions", "workers"}
         assert not unknown, f"benign {behaviour}: only revisions and workers may be given, not {sorted(unknown)}"

@@ -45,7 +45,8 @@ def route_conditions(objs, now=NOW):
 
 def test_every_behaviour_is_described_and_known():
     assert set(behaviours.BEHAVIOURS) == {"eager-writer", "slow", "reordered-conditions", "extra-conditions",
-                                          "frequent-rewrites", "no-placeholder-restore"}
+                                          "frequent-rewrites", "no-placeholder-restore", "slow-dataplane"}
+    assert behaviours.TRAFFIC <= set(behaviours.BEHAVIOURS)
     with pytest.raises(ValueError):
         behaviours.activate(["no-such-behaviour"])
     with pytest.raises(KeyError):
@@ -194,6 +195,9 @@ def test_slow_delay_comes_from_the_switch():
     assert behaviours.write_delay() == 0
     behaviours.activate(["slow"], slow_seconds=12)
     assert behaviours.write_delay() == 12
+    assert behaviours.dataplane_delay() == 0
+    behaviours.activate(["slow-dataplane"], slow_seconds=5)
+    assert (behaviours.write_delay(), behaviours.dataplane_delay()) == (0, 5)
 
 
 def test_status_helpers_do_not_mutate(objs):

@@ -237,6 +237,39 @@ def _wrong_group(objs):
 
 # fault -> (what it observes, value without the fault, value with it); a value may be a
 # function of `objs` (it differs between revisions).
+# -- the data plane's faults: what Envoy is told ------------------------------------------------------
+
+def _pool_cluster(objs, failure="FailClose", extra=()):
+    from .test_dataplane import basic, build, tag
+    config = build(objs, *basic(objs, failure=failure, extra=extra))
+    return config, config.cluster(f"pool/{tag(objs)}/{NS}/pool")
+
+
+def _lb(cluster):
+    return cluster["load_balancing_policy"]["policies"][0]["typed_extension_config"]
+
+
+def check_ignore_pick(objs):
+    return _lb(_pool_cluster(objs)[1])["name"]
+
+
+def check_failure_modes(objs):
+    """(failure_mode_allow of a FailOpen pool, of a FailClose pool)"""
+    from .test_dataplane import http_filters
+    return tuple(http_filters(_pool_cluster(objs, failure)[0])[0]["typed_config"]["failure_mode_allow"]
+                 for failure in ("FailOpen", "FailClose"))
+
+
+def check_no_served_endpoint(objs):
+    return "selected_host_key" in _lb(_pool_cluster(objs)[1])["typed_config"]
+
+
+def check_route_to_not_ready(objs):
+    from .test_dataplane import endpoints, pod
+    return "10.244.0.20" in {ip for ip, _ in endpoints(_pool_cluster(objs, extra=[pod("nr", "10.244.0.20",
+                                                                                      ready=False)])[1])}
+
+
 CASES = {
     "accept-externalname": (check_accept_externalname, "False", "True"),
     "resolvedrefs-always-true": (check_resolvedrefs_always_true, "False", "True"),
@@ -270,6 +303,12 @@ CASES = {
     # (the times after a reconcile that changes nothing, Accepted's time after ResolvedRefs flipped)
     "rebuild-conditions": (check_rebuild_conditions, ({NOW}, NOW), ({NOW}, LATER)),
     "replace-parent-list": (check_replace_parent_list, ["gw", "x"], ["gw"]),
+    "ignore-pick": (check_ignore_pick, "envoy.load_balancing_policies.override_host",
+                    "envoy.load_balancing_policies.round_robin"),
+    "swap-failure-modes": (check_failure_modes, (True, False), (False, True)),
+    "fail-open-as-fail-close": (check_failure_modes, (True, False), (False, False)),
+    "no-served-endpoint": (check_no_served_endpoint, True, False),
+    "route-to-not-ready": (check_route_to_not_ready, False, True),
 }
 PLACEHOLDER_ONLY = {"keep-default-parent"}
 

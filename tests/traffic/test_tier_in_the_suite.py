@@ -13,8 +13,8 @@ from .. import suite_run
 from ..suite_run import PASSED, SKIPPED, run_suite
 
 pytestmark = pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "")
-WITH_EPP = ["test_epp_routing", "test_served_endpoint", "test_fail_close", "test_fail_open", "test_route_removed_traffic",
-            "test_not_ready_pod"]
+WITH_EPP = ["test_epp_routing", "test_served_endpoint", "test_fail_close", "test_fail_open",
+            "test_route_removed_traffic", "test_not_ready_pod"]
 TESTS = [*WITH_EPP, "test_externalname_traffic"]
 SELECT = ["-k", " or ".join(TESTS)]
 
