@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..data import CONTROLPLANE as MODULE_DIR
@@ -61,22 +62,28 @@ def ensure(progress=None) -> Path:
 
     `progress` receives one-line messages while a build runs.
     """
-    override = os.environ.get(BINARY_ENV)
+    return cached_binary(BINARY_ENV, cached_path(), ".build.lock", _build, progress)
+
+
+def cached_binary(env: str, path: Path, lock_name: str, build: Callable[[Path, Callable[[str], None]], None],
+                  progress: Callable[[str], None] | None = None) -> Path:
+    """The executable $`env` names, else `path`, built first by `build(path, progress)` when missing.
+
+    Several xdist workers may ask at once: one builds, the others wait on the lock file `lock_name`
+    beside `path` (one per binary, so that one build does not wait for another)."""
+    override = os.environ.get(env)
     if override:
-        path = Path(override)
-        if not os.access(path, os.X_OK):
-            raise BuildError(f"{BINARY_ENV}={override} is not an executable file; unset it or build with "
+        if not os.access(override, os.X_OK):
+            raise BuildError(f"{env}={override} is not an executable file; unset it or build with "
                              "`python -m conformance build`")
-        return path
-    path = cached_path()
+        return Path(override)
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Several xdist workers may start at once: one builds, the others wait.
-    with open(path.parent / ".build.lock", "w") as lock:
+    with open(path.parent / lock_name, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
-            _build(path, progress or (lambda msg: print(msg, file=sys.stderr, flush=True)))
+            build(path, progress or (lambda msg: print(msg, file=sys.stderr, flush=True)))
     return path
 
 

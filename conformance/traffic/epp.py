@@ -30,7 +30,6 @@ server through a `bridge.ApiBridge` the caller keeps up in the same sandbox.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -40,14 +39,13 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cluster.binary import BuildError, cache_dir
+from ..cluster.binary import BuildError, cache_dir, cached_binary
 from ..data import EPP as MODULE_DIR
 from ..data import GO_MODULE_SUFFIXES
 from .netns import start_process
@@ -130,24 +128,7 @@ def cached_path() -> Path:
 
 def ensure(progress=None) -> Path:
     """The path of a usable EPP binary, built first if needed (`progress` gets one-line messages)."""
-    override = os.environ.get(BINARY_ENV)
-    if override:
-        path = Path(override)
-        if not os.access(path, os.X_OK):
-            raise BuildError(f"{BINARY_ENV}={override} is not an executable file; unset it or build with "
-                             "`python -m conformance build`")
-        return path
-    path = cached_path()
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Several xdist workers may ask at once: one builds, the others wait (a lock of its own, so that a
-    # control-plane build does not wait for this one).
-    with open(path.parent / ".epp-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            _build(path, progress or (lambda msg: print(msg, file=sys.stderr, flush=True)))
-    return path
+    return cached_binary(BINARY_ENV, cached_path(), ".epp-build.lock", _build, progress)
 
 
 def _build(dest: Path, progress) -> None:
