@@ -635,6 +635,11 @@ class SuiteSession:
                 pytest.exit(f"cannot start the implementation ({argv[0]}): {e.strerror}", returncode=EXIT_USAGE)
 
     @property
+    def implementation_log(self) -> Path | None:
+        """The log (standard output and error) of the implementation this process started, if any."""
+        return self._implementation_log if self._implementation is not None else None
+
+    @property
     def started_implementation(self) -> bool:
         """The suite started the implementation under test (this process, or the pytest-xdist controller)."""
         if self._implementation is not None:

@@ -84,11 +84,13 @@ def profile(suite_tests):
 
 
 def test_full_run_under_xdist_matches_junit(tmp_path, suite_tests):
-    """Each xdist worker starts its own embedded cluster; the controller has none and writes one
-    report per judged API (the embedded default: v1alpha2 seed and v1 v1.6)."""
+    """The controller process starts the embedded cluster and the implementation for both workers,
+    writes one report per judged API (the embedded default: v1alpha2 seed and v1 v1.6), and keeps
+    the log of the implementation it started beside the results."""
     result = run_suite("-n", "2", "-q", f"--results-dir={tmp_path}", f"--report-output={tmp_path}/r.yaml", *META,
                        timeout=1500)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "reference_gateway: starting: controller" in (tmp_path / "implementation.log").read_text()
     counts = junit_counts(tmp_path / "junit.xml")
     assert counts["failures"] == counts["errors"] == 0
     cases = junit_cases(tmp_path / "junit.xml")

@@ -390,6 +390,10 @@ class ReportPlugin:
         if per_category:
             self.lines.append("Failures by category: " + "; ".join(f"{name}: {n}" for name, n in per_category.items()))
         self.lines.append(f"Results: {self.results_dir}")
+        log = self.suite.implementation_log
+        if log is not None and log.exists():  # what the implementation the suite started said, so far
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, self.results_dir / "implementation.log")
 
         # The ConformanceReport.
         missing = cr.missing_metadata(implementation)
