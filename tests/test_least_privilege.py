@@ -1,7 +1,8 @@
 """The suite needs exactly the rights in manifests/rbac/clusterrole.yaml, and never
 writes a credential into what it leaves behind.
 
-The whole suite runs against an embedded cluster as a ServiceAccount bound only
+The whole suite runs against an embedded cluster with both InferencePool APIs
+installed (the seed's v1alpha2 and the GA API's newest), as a ServiceAccount bound only
 to that ClusterRole (as manifests/rbac/binding.yaml sets it up for CI), with the
 API server's audit log on. The run must pass; the audit log must show no
 request refused and every verb of the role used; and no file of the run's
@@ -23,7 +24,7 @@ from conformance.cluster.embedded import EmbeddedCluster
 from conformance.data import MANIFESTS
 from conformance.features import REFERENCE_GATEWAY_CLASS
 from conformance.kube import Kube
-from conformance.revisions import DEFAULT, REVISIONS
+from conformance.revisions import DEFAULTS, GATEWAY_API_CRDS, REVISIONS
 
 from .suite_run import FAILED, reference_gateway_class, run_suite, start_reference, stop
 
@@ -57,7 +58,7 @@ def restricted(tmp_path_factory):
     policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
                                       "omitStages": ["RequestReceived"],
                                       "rules": [{"level": "Metadata", "users": [USER]}, {"level": "None"}]}))
-    with EmbeddedCluster(crd_paths=REVISIONS[DEFAULT].embedded_crds,
+    with EmbeddedCluster(crd_paths=[*(REVISIONS[r].crd for r in DEFAULTS), GATEWAY_API_CRDS],
                          apiserver_args=[f"--audit-policy-file={policy}", f"--audit-log-path={log}"]) as cluster:
         admin = Kube(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
         for path in (RBAC / "clusterrole.yaml", RBAC / "binding.yaml"):
@@ -76,7 +77,9 @@ def restricted(tmp_path_factory):
             "contexts": [{"name": "runner", "context": {"cluster": "embedded", "user": "runner"}}]}))
         kubeconfig.chmod(0o600)
         reference_gateway_class(admin)
-        implementation = start_reference(cluster.kubeconfig, d / "implementation.log", DEFAULT)
+        first, *others = DEFAULTS
+        implementation = start_reference(cluster.kubeconfig, d / "implementation.log", first,
+                                         extra_args=[a for r in others for a in ("--api-revision", r)])
         try:
             yield kubeconfig, log, {"token": token, "CA data": ca_data}
         finally:
@@ -88,7 +91,7 @@ def test_whole_suite_passes_with_only_the_role(restricted, tmp_path):
     run = run_suite([f"--kubeconfig={kubeconfig}", "--gateway-class", REFERENCE_GATEWAY_CLASS, "-n", "2",
                      *REPORT_META], tmp_path)
     assert run.returncode == 0, run.output[-4000:]
-    assert len(run.outcomes) >= 160 and not run.with_outcome(FAILED)
+    assert len(run.outcomes) >= 500 and not run.with_outcome(FAILED)
 
     events = audited(log)
     refused = sorted({(e["verb"], e["requestURI"]) for e in events if e["responseStatus"]["code"] == 403})
@@ -104,7 +107,8 @@ def test_whole_suite_passes_with_only_the_role(restricted, tmp_path):
     # A passing run need not watch (each wait lists first) nor read events (failure evidence).
     unused = sorted(g for g in role_grants() - used if g[2] != "watch" and g != ("", "events", "list"))
     assert not unused, f"the ClusterRole grants what the suite never uses: {unused}"
-    assert ("inference.networking.x-k8s.io", "inferencepools", "watch") in used
+    assert {("inference.networking.x-k8s.io", "inferencepools", "watch"),
+            ("inference.networking.k8s.io", "inferencepools", "watch")} <= used
 
     # Nothing the run wrote or printed holds a credential.
     leaks = []
