@@ -23,7 +23,7 @@ from kubernetes import config
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.data import MANIFESTS
 from conformance.features import REFERENCE_GATEWAY_CLASS
-from conformance.kube import Kube
+from conformance.kube import Kube, resource_of
 from conformance.revisions import DEFAULTS, GATEWAY_API_CRDS, REVISIONS
 
 from .suite_run import FAILED, reference_gateway_class, run_suite, start_reference, stop
@@ -43,6 +43,32 @@ def role_grants() -> set[tuple[str, str, str]]:
     role = yaml.safe_load((RBAC / "clusterrole.yaml").read_text())
     return {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
             for resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def traffic_needs() -> set[tuple[str, str, str]]:
+    """What the traffic tier needs on a user's cluster, read from its manifests: each kind it applies
+    (server-side apply), waits for and deletes; every right its Roles grant (RBAC lets an identity grant
+    only what it holds); and the readiness gate it writes into a Pod's status (rule T7)."""
+    needs = {("", "pods/status", "patch")}
+    for path in sorted((MANIFESTS / "traffic").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc:
+                continue
+            api_version = {"InferencePool": "inference.networking.k8s.io/v1"}.get(doc["kind"], doc["apiVersion"])
+            resource = resource_of({"apiVersion": api_version, "kind": doc["kind"]})
+            needs |= {(resource.group, resource.plural, verb)
+                      for verb in ("create", "delete", "list", "patch", "watch")}
+            if doc["kind"] == "Role":
+                needs |= {(group, res, verb) for rule in doc["rules"] for group in rule["apiGroups"]
+                          for res in rule["resources"] for verb in rule["verbs"]}
+    return needs
+
+
+def test_role_grants_what_the_traffic_tier_needs():
+    """The traffic tier does not run in the audited run below (its cluster runs no Pods): what it needs
+    is read from its manifests instead."""
+    missing = sorted(traffic_needs() - role_grants())
+    assert not missing, f"manifests/rbac/clusterrole.yaml lacks what the traffic tier needs: {missing}"
 
 
 def audited(log: Path) -> list[dict]:
@@ -105,7 +131,9 @@ def test_whole_suite_passes_with_only_the_role(restricted, tmp_path):
             if e["verb"] == "patch" and e["responseStatus"]["code"] == 201:  # an apply that created
                 used.add((ref.get("apiGroup", ""), resource, "create"))
     # A passing run need not watch (each wait lists first) nor read events (failure evidence).
-    unused = sorted(g for g in role_grants() - used if g[2] != "watch" and g != ("", "events", "list"))
+    # Nor can it use what only the traffic tier needs (left out here: test_role_grants_what_the_traffic_tier_needs).
+    unused = sorted(g for g in role_grants() - used - traffic_needs()
+                    if g[2] != "watch" and g != ("", "events", "list"))
     assert not unused, f"the ClusterRole grants what the suite never uses: {unused}"
     assert {("inference.networking.x-k8s.io", "inferencepools", "watch"),
             ("inference.networking.k8s.io", "inferencepools", "watch")} <= used
