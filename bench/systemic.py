@@ -52,7 +52,7 @@ def run(switches: list[str], workers: int) -> tuple[float, dict[str, str], str]:
              "--controller-name", REFERENCE_CONTROLLER, "--api-revision", DEFAULT, *switches],
             cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         argv = [*PYTEST, f"--results-dir={results}", f"--kubeconfig={cluster.kubeconfig}",
-                "--gateway-class", REFERENCE_GATEWAY_CLASS]
+                "--gateway-class", REFERENCE_GATEWAY_CLASS, "--skip-traffic"]  # no kubelet: no Pods run
         if workers > 1:
             argv += ["-n", str(workers)]
         try:

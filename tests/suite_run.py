@@ -72,14 +72,20 @@ def junit_outcomes(path: Path) -> dict[str, str]:
     return outcomes
 
 
+def without_traffic(args: list[str]) -> list[str]:
+    """With --kubeconfig, `args` and --skip-traffic: the clusters the meta-tests start run no Pods (no
+    kubelet), so the traffic tier could only wait for them to be Ready."""
+    if any(a.startswith("--kubeconfig") for a in args) and "--skip-traffic" not in args:
+        return [*args, "--skip-traffic"]
+    return list(args)
+
+
 def run_suite(args: list[str], results_dir: Path, timeout: float = 900) -> SuiteRun:
     """Run `pytest args...` in the checkout; results (JUnit, Allure, HTML) go to `results_dir`.
 
     With --kubeconfig the traffic tier is left out (--skip-traffic): the clusters these tests start run no
     Pods and no data plane unless the suite hosts them (the embedded default, tests/traffic/)."""
-    if any(a.startswith("--kubeconfig") for a in args) and "--skip-traffic" not in args:
-        args = [*args, "--skip-traffic"]
-    done = subprocess.run([*PYTEST, f"--results-dir={results_dir}", *args],
+    done = subprocess.run([*PYTEST, f"--results-dir={results_dir}", *without_traffic(args)],
                           cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=timeout)
     junit = results_dir / "junit.xml"  # the suite's default place for it
@@ -129,8 +135,8 @@ def spawn_suite(args: list[str], results_dir: Path) -> tuple[subprocess.Popen, P
     """Start `pytest args...` without waiting; (the process, the file its output goes to)."""
     out_path = results_dir / "output.txt"
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([*PYTEST, f"--results-dir={results_dir}", *args], cwd=REPO, env=clean_env(),
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([*PYTEST, f"--results-dir={results_dir}", *without_traffic(args)], cwd=REPO,
+                                env=clean_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     return proc, out_path
 
 
