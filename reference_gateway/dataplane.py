@@ -520,7 +520,7 @@ def _route_action(rule: dict, route_ns: str, backends: _Backends, options: Optio
     for b in rule.get("backendRefs") or []:
         weight = b.get("weight", 1)
         if isinstance(weight, int) and weight > 0:
-            picked.append((*backends.resolve(b, route_ns), weight))
+            picked.append((*backends.resolve(b, route_ns), 1 if faults.on("ignore-weights") else weight))
     filters = {f for _, f, _ in picked if f}
     if not picked:  # no backend, or every weight zero: nothing to forward to
         return {"direct_response": {"status": 500}}, set()

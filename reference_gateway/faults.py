@@ -82,10 +82,13 @@ FAULTS: dict[str, str] = {
         "the data plane does not report which endpoint served a request back to the endpoint picker",
     "route-to-not-ready":
         "the data plane's endpoints of a pool include the Pods that are not Ready",
+    "ignore-weights":
+        "the data plane splits a rule's requests evenly over its backendRefs, whatever their weights "
+        "(a weight of 0 still leaves a backendRef out)",
 }
 # The faults of the data plane: only a run with traffic can catch them.
 TRAFFIC = frozenset({"ignore-pick", "swap-failure-modes", "fail-open-as-fail-close", "no-served-endpoint",
-                     "route-to-not-ready"})
+                     "route-to-not-ready", "ignore-weights"})
 
 _active: frozenset[str] = frozenset()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -20,8 +20,11 @@ from ..options import DEFAULT_SENTINEL_IMAGE
 from ..revisions import Api
 
 TRAFFIC_MANIFESTS = MANIFESTS / "traffic"
-_FIRST_PORT = 20000  # EPP ports are taken from here up, three per topology, a block per process
+_FIRST_PORT = 20000  # EPP ports are taken from here up, three per EPP, a block per process
 _BLOCK = 3000
+# The EPPs a manifest may hold, by the prefix of their port placeholders: {epp_port}, {epp_health_port},
+# {epp_metrics_port} for the first, {epp2_port}, ... for a second (two-pools.yaml: a picker per pool).
+EPPS = ("epp", "epp2")
 _counter = itertools.count()
 
 
@@ -33,7 +36,7 @@ class EppPorts:
 
 
 def epp_ports() -> EppPorts:
-    """Three ports no other topology of this run uses (pytest-xdist workers get blocks of their own)."""
+    """Three ports no other EPP of this run uses (pytest-xdist workers get blocks of their own)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     block = int(worker[2:]) if worker[2:].isdigit() else 0
     base = _FIRST_PORT + block * _BLOCK + (3 * next(_counter)) % _BLOCK
@@ -41,16 +44,20 @@ def epp_ports() -> EppPorts:
 
 
 def load(name: str, *, namespace: str, gateway_class: str, api: Api, model_server_image: str, epp_image: str,
-         failure_mode: str = "FailClose", ports: EppPorts | None = None,
+         failure_mode: str = "FailClose", ports: Sequence[EppPorts] = (),
          sentinel_image: str = DEFAULT_SENTINEL_IMAGE, values: Mapping[str, object] | None = None) -> list[dict]:
     """The objects of manifests/traffic/<name> in `namespace`, placeholders filled in (`values`: those a
-    test knows only once it runs, such as {picker_address})."""
-    ports = ports or epp_ports()
-    values = {"gateway_class": gateway_class, "model_server_image": model_server_image, "epp_image": epp_image,
-              "epp_port": ports.grpc, "epp_health_port": ports.health, "epp_metrics_port": ports.metrics,
-              "failure_mode": failure_mode, "namespace": namespace, "inference_group": api.group,
-              "sentinel_image": sentinel_image, **(values or {})}
+    test knows only once it runs, such as {picker_address}). Each EPP the manifest names (EPPS) gets
+    ports of its own: `ports` in EPPS' order, else fresh ones from `epp_ports`."""
     text = (TRAFFIC_MANIFESTS / name).read_text()
+    named = [p for p in EPPS if "{" + p + "_port}" in text]
+    ports = list(ports) or [epp_ports() for _ in named]
+    epp_values = {f"{p}_{what}": getattr(port, field)
+                  for p, port in zip(named, ports, strict=True)
+                  for what, field in (("port", "grpc"), ("health_port", "health"), ("metrics_port", "metrics"))}
+    values = {"gateway_class": gateway_class, "model_server_image": model_server_image, "epp_image": epp_image,
+              **epp_values, "failure_mode": failure_mode, "namespace": namespace, "inference_group": api.group,
+              "sentinel_image": sentinel_image, **(values or {})}
     for key, value in values.items():
         text = text.replace("{" + key + "}", str(value))
     docs = [api.spell_pool(d) if d.get("kind") == "InferencePool" else d for d in yaml.safe_load_all(text) if d]

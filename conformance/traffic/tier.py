@@ -27,6 +27,12 @@ MODEL_SERVERS = ("model-server-0", "model-server-1", "model-server-2")  # the po
 # cluster by setting this condition False in the Pod's status; the kubelet then computes Ready False.
 SERVING_GATE = "inference-conformance/serving"
 _STRATEGIC = "application/strategic-merge-patch+json"  # conditions merge by type: the kubelet's stay
+# manifests/traffic/two-pools.yaml (rule T6): two pools over disjoint Pods, each with its own picker, and
+# the Gateways and HTTPRoutes a test chooses from (`two_pools`).
+TWO_POOLS = "two-pools.yaml"
+POOLS = {"primary": ("primary-0", "primary-1"), "secondary": ("secondary-0", "secondary-1")}
+TWO_POOLS_ROUTING = ("Gateway/gateway", "Gateway/secondary-gateway", "HTTPRoute/rules", "HTTPRoute/weighted",
+                     "HTTPRoute/to-primary", "HTTPRoute/to-secondary")
 SENTINEL = "sentinel"  # the Pod of manifests/traffic/externalname-picker.yaml whose containers exit on a connection
 WITNESS = "witness"  # its container (and Service, and HTTPRoute) that the test itself connects to, last
 
@@ -78,6 +84,40 @@ class Traffic:
             self.topology.create(doc)
         for pod in gated:
             self.set_serving(pod["metadata"]["name"], True)
+
+    def two_pools(self, *routing: str) -> dict[str, dict[str, str]]:
+        """Deploy TWO_POOLS: both pools with their Pods and pickers, and of its Gateways and HTTPRoutes
+        only `routing` ("Kind/name"); {pool: {pod IP: pod name}} once every Pod of both, the pickers' too,
+        is Ready (as upstream's suite waits for its Deployments: two pickers may take a while to start)."""
+        unknown = set(routing) - set(TWO_POOLS_ROUTING)
+        if unknown:
+            raise ValueError(f"not in {TWO_POOLS}: {sorted(unknown)}")
+        self.deploy(TWO_POOLS, skip=set(TWO_POOLS_ROUTING) - set(routing))
+        self.ready_pods(*(f"{pool}-picker" for pool in POOLS))
+        return {pool: self.ready_pods(*pods) for pool, pods in POOLS.items()}
+
+    def only_pool(self, pools: dict[str, dict[str, str]], pool: str, target: str, path: str, where: str) -> None:
+        """Rule T6 for requests to `target` on `path` (`where` says which rule or Gateway that is): they
+        reach pool `pool` and no other. Each of its Pods, steered to alone, serves (3 consistent
+        answers); each Pod of another pool, steered to alone, does not; 30 requests naming every Pod of
+        every pool are each served (200) by a Pod of `pool`, whose picker keeps its own."""
+        own = pools[pool]
+        for ip, name in own.items():
+            self.consistently(self.send(target, pick=ip, path=path),
+                              lambda a, name=name: None if (a.status, a.pod) == (200, name)
+                              else f"wanted 200 from {name}, a Pod of pool {pool}",
+                              what=f"T6: a request {where} steered to {name} ({ip})")
+        for other, pods in pools.items():
+            for ip, name in pods.items() if other != pool else ():
+                self.consistently(self.send(target, pick=ip, path=path),
+                                  lambda a, name=name, other=other: None if a.pod != name
+                                  else f"wanted no answer from {name}: it is a Pod of pool {other}, not {pool}",
+                                  what=f"T6: a request {where} steered to {name} ({ip}) of the other pool")
+        everyone = ",".join(sorted(ip for pods in pools.values() for ip in pods))
+        answers = self.many(self.send(target, pick=everyone, path=path), n=30)
+        wrong = [a.describe() for a in answers if a.status != 200 or a.pod not in own.values()]
+        assert not wrong, (f"T6: {len(wrong)} of 30 requests {where} naming every Pod of both pools were not served "
+                           f"(200) by a Pod of pool {pool} {sorted(own.values())}: {wrong[0]}")
 
     def set_serving(self, pod: str, serving: bool) -> None:
         """Write SERVING_GATE's condition into the Pod's status (`pods/status`, a strategic merge patch,

@@ -270,6 +270,16 @@ def check_route_to_not_ready(objs):
                                                                                       ready=False)])[1])}
 
 
+def check_ignore_weights(objs):
+    """The weights of a 70/30 rule's weighted clusters (a third backendRef weighs 0)."""
+    from .test_dataplane import build, endpoint_slice, pod, routes, service
+    rule = {"backendRefs": [objs.pool_backend("a", weight=70), objs.pool_backend("b", weight=30),
+                            objs.pool_backend("c", weight=0)]}
+    config = build(objs, objs.gateway_class(), objs.gateway(), objs.route(rules=[rule]), objs.pool("a"),
+                   objs.pool("b"), objs.pool("c"), service(), endpoint_slice(), pod("m1", "10.244.0.21"))
+    return [c["weight"] for c in routes(config)[0]["route"]["weighted_clusters"]["clusters"]]
+
+
 CASES = {
     "accept-externalname": (check_accept_externalname, "False", "True"),
     "resolvedrefs-always-true": (check_resolvedrefs_always_true, "False", "True"),
@@ -309,6 +319,7 @@ CASES = {
     "fail-open-as-fail-close": (check_failure_modes, (True, False), (False, False)),
     "no-served-endpoint": (check_no_served_endpoint, True, False),
     "route-to-not-ready": (check_route_to_not_ready, False, True),
+    "ignore-weights": (check_ignore_weights, [70, 30], [1, 1]),
 }
 PLACEHOLDER_ONLY = {"keep-default-parent"}
 
