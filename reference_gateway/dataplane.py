@@ -303,6 +303,8 @@ def pool_endpoints(pool: dict, revision: Revision, inventory: Inventory) -> list
     ns, group = key(pool)[0], revision.api.group
     selector = _selector(pool, group)
     ports = revision.api.target_ports(pool)
+    if faults.on("first-target-port-only"):
+        ports = ports[:1]
     if not selector:
         return []
     ips = sorted({p["podIP"] for (pns, _), p in inventory.pods.items()
@@ -380,7 +382,7 @@ def translate_pool(pool: dict, revision: Revision, inventory: Inventory, options
                 **served, fallback_policy=round_robin)),
         "load_assignment": _load_assignment(name, pool_endpoints(pool, revision, inventory)),
     }
-    if spec(pool).get("appProtocol") == H2C:
+    if spec(pool).get("appProtocol") == H2C and not faults.on("h2c-as-http1"):
         cluster["typed_extension_protocol_options"] = _http2()
     out = _Pool(cluster)
     ref = revision.picker_ref(pool)

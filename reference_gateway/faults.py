@@ -85,10 +85,14 @@ FAULTS: dict[str, str] = {
     "ignore-weights":
         "the data plane splits a rule's requests evenly over its backendRefs, whatever their weights "
         "(a weight of 0 still leaves a backendRef out)",
+    "first-target-port-only":
+        "the data plane's endpoints of a pool are its Pods on the first of its targetPorts only",
+    "h2c-as-http1":
+        "the data plane ignores a pool's appProtocol: a kubernetes.io/h2c pool is reached over HTTP/1.1",
 }
 # The faults of the data plane: only a run with traffic can catch them.
 TRAFFIC = frozenset({"ignore-pick", "swap-failure-modes", "fail-open-as-fail-close", "no-served-endpoint",
-                     "route-to-not-ready", "ignore-weights"})
+                     "route-to-not-ready", "ignore-weights", "first-target-port-only", "h2c-as-http1"})
 
 _active: frozenset[str] = frozenset()
 

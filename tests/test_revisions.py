@@ -28,6 +28,14 @@ def test_each_generated_crd_is_detected_as_its_revision(name):
     assert revisions.detect(_crd(name)) is REVISIONS[name]
 
 
+@pytest.mark.parametrize("name", sorted(REVISIONS))
+def test_traffic_facts_follow_the_crd(name):
+    """The revision facts T8's tests are gated by say what the revision's CRD says."""
+    fp, rev = revisions.fingerprint(_crd(name)), REVISIONS[name]
+    assert rev.multiple_target_ports == ((fp.get("target_ports_max") or 1) > 1)
+    assert rev.app_protocol == bool(fp.get("app_protocol"))
+
+
 def test_revisions_differ_in_their_fingerprints():
     prints = [tuple(revisions.fingerprint(_crd(n)).values()) for n in REVISIONS]
     assert len(set(prints)) == len(prints)

@@ -25,9 +25,11 @@ def _revision(name: str, title: str, release: str, **facts) -> Revision:
 REVISIONS = (
     _revision("v1.0", "GIE v1.0.0 - v1.0.1", "v1.0.0"),
     _revision("v1.0.2", "GIE v1.0.2", "v1.0.2"),
-    _revision("v1.1", "GIE v1.1.0 - v1.3.x", "v1.1.0", controller_name=True),
-    _revision("v1.4", "GIE v1.4.0 - v1.5.x", "v1.4.0", controller_name=True),
-    _revision("v1.6", "GIE v1.6.x", "v1.6.0", controller_name=True, picker_ref_optional=True),
+    _revision("v1.1", "GIE v1.1.0 - v1.3.x", "v1.1.0", controller_name=True, multiple_target_ports=True),
+    _revision("v1.4", "GIE v1.4.0 - v1.5.x", "v1.4.0", controller_name=True, multiple_target_ports=True,
+              app_protocol=True),
+    _revision("v1.6", "GIE v1.6.x", "v1.6.0", controller_name=True, multiple_target_ports=True, app_protocol=True,
+              picker_ref_optional=True),
 )
 
 

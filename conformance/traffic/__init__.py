@@ -13,10 +13,11 @@ skipped with one line (`netns.available()`), never run outside one.
 
 The parts: `netns` (the sandbox and the guard), `bridge` (the API server reachable inside, a Gateway's
 listener reachable outside), `kubelet` (runs the traffic manifests' Pods as processes on pod addresses),
-`backend` (the model server they run) and `sentinel` (a listener that exits on its first connection, so
-that the Kubernetes API shows it: rule T5), `epp` (upstream's endpoint picker, built from the Go module
-proxy), `envoy` (the real data plane the implementation under test programs), `embedded` (all of them
-as one `DataPlane`, started with the implementation), `manifests` (the topologies of
-manifests/traffic/), `client` and `stats` (requests, consistency, the binomial tolerance of weighted
-splits), and `tier` (what a traffic test holds: the `traffic` fixture, and a `Sentinel` it deploys).
+`backend` (the model server they run; `h2c`, its cleartext HTTP/2 for h2c pools: rule T8) and
+`sentinel` (a listener that exits on its first connection, so that the Kubernetes API shows it: rule
+T5), `epp` (upstream's endpoint picker, built from the Go module proxy), `envoy` (the real data plane
+the implementation under test programs), `embedded` (all of them as one `DataPlane`, started with the
+implementation), `manifests` (the topologies of manifests/traffic/), `client` and `stats` (requests,
+consistency, the binomial tolerance of weighted splits), and `tier` (what a traffic test holds: the
+`traffic` fixture, and a `Sentinel` it deploys).
 """

@@ -22,7 +22,13 @@ gets 200 and an indented JSON object
 with echo-basic's extras: `?delay=<Go duration>` waits first, `X-Echo-Set-Header: Name: value, ...`
 sets response headers, `/status/NNN` answers that code, `/health` answers `OK` (the readiness
 endpoint). Request bodies may be sent with Content-Length or chunked; connections are kept alive
-(HTTP/1.1). h2c is not served.
+(HTTP/1.1).
+
+h2c (rule T8, pools with `appProtocol: kubernetes.io/h2c`): echo-basic also serves cleartext HTTP/2
+with prior knowledge on H2C_PORT (default 3001), where it echoes only HTTP/2 requests (`"proto":
+"HTTP/2.0"`) and answers anything else 400 `Expected h2c request`. `--h2c-port` does the same here
+(`conformance.traffic.h2c`; the HTTP/1.1 Upgrade to h2c is not offered); `httpPort` names the port
+that served, the h2c one included, and `GET /metrics` is served there over HTTP/1.1 too, for the EPP.
 
 One deliberate difference: `GET /metrics` (echo-basic would echo it) serves Prometheus text with
 the vLLM gauges the EPP reads by default (GIE v1.5.0 `pkg/epp/server/options.go`):
@@ -31,11 +37,12 @@ the vLLM gauges the EPP reads by default (GIE v1.5.0 `pkg/epp/server/options.go`
 `vllm:lora_requests_info` (labels max_lora, running_lora_adapters, waiting_lora_adapters; value the
 start time) and `vllm:cache_config_info` (labels block_size, num_gpu_blocks).
 
-Run it as `python -m conformance.traffic.backend --address IP --port P [--port P2 ...] --pod NAME
---namespace NS`, inside a network Sandbox when IP is a pod address. It prints one line,
+Run it as `python -m conformance.traffic.backend --address IP --port P [--port P2 ...] [--h2c-port P3
+...] --pod NAME --namespace NS`, inside a network Sandbox when IP is a pod address. It prints one line,
 `listening IP:P [IP:P2 ...]`, once every port is bound, and exits 0 on SIGTERM or SIGINT. Without
---port it serves HTTP_PORT (echo-basic's variable), else 3000; POD_NAME and NAMESPACE are read
-when --pod and --namespace are not given, as echo-basic reads them.
+--port it serves HTTP_PORT (echo-basic's variable), else 3000; without --h2c-port, h2c on H2C_PORT
+when that is set; POD_NAME and NAMESPACE are read when --pod and --namespace are not given, as
+echo-basic reads them.
 """
 
 from __future__ import annotations
@@ -53,7 +60,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from . import h2c
+
 DEFAULT_PORT = 3000  # echo-basic's HTTP_PORT default
+DEFAULT_H2C_PORT = 3001  # echo-basic's H2C_PORT default
 MODEL_NAME = "conformance-fake-model"  # upstream's requests ask for this model
 GO_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -138,6 +148,11 @@ class Handler(BaseHTTPRequestHandler):
             if not self.raw_requestline:
                 self.close_connection = True
                 return
+            if self.server.h2c and self.raw_requestline == h2c.PREFACE[:16]:
+                if self.rfile.read(8) == h2c.PREFACE[16:]:
+                    self.h2c()
+                self.close_connection = True
+                return
             if not self.parse_request():
                 return
             self.route()
@@ -173,57 +188,78 @@ class Handler(BaseHTTPRequestHandler):
 
     def route(self) -> None:
         body = self.read_body()
-        url = urlsplit(self.path)
-        path = re.sub("//", "/", url.path)  # echo-basic's preserveSlashes
-        if path == "/health":
-            self.answer(200, b"OK", "text/plain; charset=utf-8")
-        elif path.startswith("/status/"):
-            match = re.fullmatch(r"/status/(\d\d\d)", self.path)
-            self.answer(int(match[1]) if match else 400, b"", None)
-        elif path == "/metrics" and self.command == "GET":
-            self.answer(200, self.server.identity.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8")
-        else:
-            self.echo(body, parse_qs(url.query))
+        server: Server = self.server
+        if server.h2c and urlsplit(self.path).path != "/metrics":  # echo-basic's h2c server, asked HTTP/1.1
+            self.answer(400, b"Expected h2c request", "text/plain; charset=utf-8")
+            return
+        code, content, content_type, extra = respond(server, self.command, self.path, self.headers.get("Host", ""),
+                                                     self.request_version, self.headers.items(), body)
+        self.answer(code, content, content_type, extra)
 
-    def echo(self, body: bytes, query: dict[str, list[str]]) -> None:
-        identity: Identity = self.server.identity
-        identity.enter()
-        try:
-            if delay := query.get("delay", [""])[0]:
-                try:
-                    time.sleep(go_duration(delay))
-                except ValueError as e:
-                    self.answer(500, json.dumps({"message": str(e)}).encode(), "application/json")
-                    return
-            headers: dict[str, list[str]] = {}
-            for name, value in self.headers.items():
-                key = canonical(name)
-                if key not in ("Host", "Transfer-Encoding"):  # Go moves these out of Request.Header
-                    headers.setdefault(key, []).append(value)
-            port = self.server.server_address[1]
-            assertions = {
-                "path": self.path,
-                "host": self.headers.get("Host", ""),
-                "method": self.command,
-                "proto": self.request_version,
-                "headers": headers,
-                "httpPort": str(port),
-                "namespace": identity.namespace,
-                "ingress": identity.ingress,
-                "service": identity.service,
-                "pod": identity.pod,
-                "endpoint": self.server.endpoint,
-                "bodyLength": len(body),
-                "bodySha256": hashlib.sha256(body).hexdigest(),
-            }
-            extra = []
-            for spec in headers.get("X-Echo-Set-Header", []):
-                for pair in spec.split(","):
-                    name, _, value = pair.strip().partition(":")
-                    extra.append((name, value.strip()))
-            self.answer(200, json.dumps(assertions, indent=1).encode(), "application/json", extra)
-        finally:
-            identity.leave()
+    def h2c(self) -> None:
+        """Serve the connection as HTTP/2 (its preface read), each stream answered like a request here."""
+        server: Server = self.server
+
+        def on_stream(fields: list[tuple[str, str]], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+            pseudo = {k: v for k, v in fields if k.startswith(":")}
+            code, content, content_type, extra = respond(
+                server, pseudo.get(":method", ""), pseudo.get(":path", "/"), pseudo.get(":authority", ""),
+                "HTTP/2.0", [(k, v) for k, v in fields if not k.startswith(":")], body)
+            headers = [*extra, *([("content-type", content_type), ("x-content-type-options", "nosniff")]
+                                 if content_type else [])]
+            return code, headers, content if pseudo.get(":method") != "HEAD" else b""
+
+        h2c.Connection(self.rfile, self.wfile, on_stream).serve()
+
+
+def respond(server: Server, method: str, target: str, host: str, proto: str, header_items, body: bytes
+            ) -> tuple[int, bytes, str | None, list[tuple[str, str]]]:
+    """What echo-basic answers a request, on either protocol: (code, body, content type, extra headers)."""
+    url = urlsplit(target)
+    path = re.sub("//", "/", url.path)  # echo-basic's preserveSlashes
+    if path == "/health":
+        return 200, b"OK", "text/plain; charset=utf-8", []
+    if path.startswith("/status/"):
+        match = re.fullmatch(r"/status/(\d\d\d)", target)
+        return (int(match[1]) if match else 400), b"", None, []
+    if path == "/metrics" and method == "GET":
+        return 200, server.identity.metrics().encode(), "text/plain; version=0.0.4; charset=utf-8", []
+    identity = server.identity
+    identity.enter()
+    try:
+        if delay := parse_qs(url.query).get("delay", [""])[0]:
+            try:
+                time.sleep(go_duration(delay))
+            except ValueError as e:
+                return 500, json.dumps({"message": str(e)}).encode(), "application/json", []
+        headers: dict[str, list[str]] = {}
+        for name, value in header_items:
+            key = canonical(name)
+            if key not in ("Host", "Transfer-Encoding"):  # Go moves these out of Request.Header
+                headers.setdefault(key, []).append(value)
+        assertions = {
+            "path": target,
+            "host": host,
+            "method": method,
+            "proto": proto,
+            "headers": headers,
+            "httpPort": str(server.server_address[1]),
+            "namespace": identity.namespace,
+            "ingress": identity.ingress,
+            "service": identity.service,
+            "pod": identity.pod,
+            "endpoint": server.endpoint,
+            "bodyLength": len(body),
+            "bodySha256": hashlib.sha256(body).hexdigest(),
+        }
+        extra = []
+        for spec in headers.get("X-Echo-Set-Header", []):
+            for pair in spec.split(","):
+                name, _, value = pair.strip().partition(":")
+                extra.append((name, value.strip()))
+        return 200, json.dumps(assertions, indent=1).encode(), "application/json", extra
+    finally:
+        identity.leave()
 
 
 class Server(ThreadingHTTPServer):
@@ -231,9 +267,9 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: str, port: int, identity: Identity, verbose: bool = False):
+    def __init__(self, address: str, port: int, identity: Identity, verbose: bool = False, h2c: bool = False):
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        self.identity, self.verbose = identity, verbose
+        self.identity, self.verbose, self.h2c = identity, verbose, h2c
         super().__init__((address, port), Handler)
         port = self.server_address[1]  # the one bound, when 0 was asked for
         self.endpoint = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
@@ -244,19 +280,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address", required=True, help="the pod address to serve on (never 0.0.0.0)")
     parser.add_argument("--port", type=int, action="append", help="a port to serve (repeat for more; 0: any "
                         f"free port; default: HTTP_PORT, else {DEFAULT_PORT})")
+    parser.add_argument("--h2c-port", type=int, action="append", help="a port to serve h2c on (cleartext HTTP/2 "
+                        "with prior knowledge; HTTP/1.1 there gets 400, as on echo-basic's H2C_PORT; repeat for "
+                        "more; default: H2C_PORT when set, else none)")
     parser.add_argument("--pod", default=os.environ.get("POD_NAME", ""))
     parser.add_argument("--namespace", default=os.environ.get("NAMESPACE", ""))
     parser.add_argument("--verbose", action="store_true", help="log each request on stderr")
     args = parser.parse_args(argv)
     ports = args.port or [int(os.environ.get("HTTP_PORT") or DEFAULT_PORT)]
+    h2c_ports = args.h2c_port or ([int(os.environ["H2C_PORT"])] if os.environ.get("H2C_PORT") else [])
     identity = Identity(args.pod, args.namespace, os.environ.get("INGRESS_NAME", ""),
                         os.environ.get("SERVICE_NAME", ""))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        unique = [port for i, port in enumerate(ports) if port == 0 or port not in ports[:i]]
-        servers = [Server(args.address, port, identity, args.verbose) for port in unique]
+        both = [(port, False) for port in ports] + [(port, True) for port in h2c_ports]
+        unique = [(port, h2) for i, (port, h2) in enumerate(both) if port == 0 or port not in [p for p, _ in both[:i]]]
+        servers = [Server(args.address, port, identity, args.verbose, h2) for port, h2 in unique]
     except OSError as e:
         print(f"cannot listen on {args.address}: {e}", file=sys.stderr, flush=True)
         return 1

@@ -74,6 +74,7 @@ from kubernetes import config as k8s_config
 
 from ..kube import ApiError, Kube
 from ..options import DEFAULT_MODEL_SERVER_IMAGE, DEFAULT_SENTINEL_IMAGE
+from .backend import DEFAULT_H2C_PORT as ECHO_DEFAULT_H2C_PORT
 from .backend import DEFAULT_PORT as ECHO_DEFAULT_PORT
 from .netns import Sandbox, start_process
 
@@ -148,17 +149,21 @@ Program = Callable[[Container], Launch]
 def model_server(c: Container) -> Launch:
     """Gateway API's echo server, as `conformance.traffic.backend`.
 
-    Like echo-basic, it serves HTTP_PORT (default 3000), whatever containerPorts say: a Pod that
-    declares another port and probes it stays NotReady, as it would on a real cluster.
+    Like echo-basic, it serves HTTP/1.1 on HTTP_PORT (default 3000) and h2c on H2C_PORT (default
+    3001), whatever containerPorts say: a Pod that declares another port and probes it stays NotReady,
+    and two containers of one Pod that leave H2C_PORT alike cannot both start, as on a real cluster
+    (upstream's data-parallel Pods give each container its own HTTP_PORT and H2C_PORT).
     """
     port = int(c.env.get("HTTP_PORT") or ECHO_DEFAULT_PORT)
+    h2c_port = int(c.env.get("H2C_PORT") or ECHO_DEFAULT_H2C_PORT)
     pythonpath = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)
     # -S: the backend needs the standard library alone, and skipping site halves its start.
     return Launch(
         argv=[sys.executable, "-S", "-m", "conformance.traffic.backend", "--address", c.ip, "--port", str(port),
-              "--pod", c.env.get("POD_NAME", c.pod_name), "--namespace", c.env.get("NAMESPACE", c.namespace)],
+              "--h2c-port", str(h2c_port), "--pod", c.env.get("POD_NAME", c.pod_name),
+              "--namespace", c.env.get("NAMESPACE", c.namespace)],
         env={"PYTHONPATH": pythonpath},
-        ports=[port],
+        ports=[port, h2c_port],
     )
 
 

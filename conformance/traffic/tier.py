@@ -59,23 +59,35 @@ class Traffic:
     def namespace(self) -> str:
         return self.topology.namespace
 
-    def deploy(self, name: str = "pool-with-picker.yaml", *, failure_mode: str = "FailClose",
-               readiness_gate: bool = False, only: Iterable[str] | None = None, skip: Iterable[str] = (),
-               **values) -> None:
+    def deploy(self, name: str = "pool-with-picker.yaml", *, overlay: str | None = None,
+               failure_mode: str = "FailClose", readiness_gate: bool = False, only: Iterable[str] | None = None,
+               skip: Iterable[str] = (), **values) -> None:
         """Apply manifests/traffic/<name> into the test's namespace: its objects named `Kind/name` in
         `only` (default: all) and not in `skip`; `values` fill in placeholders a test learns as it runs.
+
+        `overlay`: another file of manifests/traffic/ whose objects take the place of those of <name>
+        with the same `Kind/name` (and are added when <name> has none): a topology that differs from
+        <name> in its model servers or its pool alone says only that.
 
         `readiness_gate`: the model servers (label app: model-server) also get the readiness gate
         SERVING_GATE, its condition set True at once (nothing else writes it), so that `set_serving`
         can turn one NotReady later through its kubelet, whichever kubelet that is.
         """
         only, skip = None if only is None else set(only), set(skip)
-        docs = [d for d in manifests.load(name, namespace=self.namespace, gateway_class=self.topology.gateway_class,
-                                          api=self.topology.revision.api, model_server_image=self.model_server_image,
-                                          epp_image=self.epp_image, failure_mode=failure_mode,
-                                          sentinel_image=self.sentinel_image, values=values)
-                if (only is None or f"{d['kind']}/{d['metadata']['name']}" in only)
-                and f"{d['kind']}/{d['metadata']['name']}" not in skip]
+        ports = manifests.epp_ports()
+
+        def load(file: str) -> list[dict]:
+            return manifests.load(file, namespace=self.namespace, gateway_class=self.topology.gateway_class,
+                                  api=self.topology.revision.api, model_server_image=self.model_server_image,
+                                  epp_image=self.epp_image, failure_mode=failure_mode, ports=ports,
+                                  sentinel_image=self.sentinel_image, values=values)
+
+        def ident(d: dict) -> str:
+            return f"{d['kind']}/{d['metadata']['name']}"
+
+        replacing = {ident(d): d for d in load(overlay)} if overlay else {}
+        docs = [replacing.pop(ident(d), d) for d in load(name)] + list(replacing.values())
+        docs = [d for d in docs if (only is None or ident(d) in only) and ident(d) not in skip]
         gated = [d for d in docs if readiness_gate and d["kind"] == "Pod"
                  and (d["metadata"].get("labels") or {}).get("app") == "model-server"]
         for pod in gated:

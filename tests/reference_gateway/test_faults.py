@@ -13,7 +13,7 @@ import pytest
 
 from reference_gateway import faults, status
 
-from .objects import LATER, NOW, NS, controller_for
+from .objects import LATER, NOW, NS, Objects, controller_for
 
 ROUTE = ("HTTPRoute", NS, "route")
 
@@ -280,6 +280,24 @@ def check_ignore_weights(objs):
     return [c["weight"] for c in routes(config)[0]["route"]["weighted_clusters"]["clusters"]]
 
 
+def _ga_pool_cluster(**spec):
+    """The pool cluster of a v1.6 pool (whatever revision `objs` is: the field exists there) with `spec` set."""
+    from .test_dataplane import basic, build
+    o = Objects("v1.6")
+    pool = o.pool(ports=spec.pop("ports", (8000,)))
+    pool["spec"].update(spec)
+    return build(o, *basic(o)[:3], pool, *basic(o)[4:]).cluster(f"pool/v1/{NS}/pool")
+
+
+def check_first_target_port_only(_objs):
+    from .test_dataplane import endpoints
+    return sorted({port for _, port in endpoints(_ga_pool_cluster(ports=(3000, 3002, 3004)))})
+
+
+def check_h2c_as_http1(_objs):
+    return "typed_extension_protocol_options" in _ga_pool_cluster(appProtocol="kubernetes.io/h2c")
+
+
 CASES = {
     "accept-externalname": (check_accept_externalname, "False", "True"),
     "resolvedrefs-always-true": (check_resolvedrefs_always_true, "False", "True"),
@@ -320,6 +338,8 @@ CASES = {
     "no-served-endpoint": (check_no_served_endpoint, True, False),
     "route-to-not-ready": (check_route_to_not_ready, False, True),
     "ignore-weights": (check_ignore_weights, [70, 30], [1, 1]),
+    "first-target-port-only": (check_first_target_port_only, [3000, 3002, 3004], [3000]),
+    "h2c-as-http1": (check_h2c_as_http1, True, False),
 }
 PLACEHOLDER_ONLY = {"keep-default-parent"}
 

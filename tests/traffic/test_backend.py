@@ -9,7 +9,9 @@ as a data-parallel pod has), and that the backend starts fast and stops on SIGTE
 import http.client
 import json
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -17,7 +19,7 @@ import time
 
 import pytest
 
-from conformance.traffic import netns
+from conformance.traffic import h2c, netns
 from conformance.traffic.netns import Sandbox, start_process
 
 BACKEND = [sys.executable, "-S", "-m", "conformance.traffic.backend"]
@@ -165,3 +167,92 @@ def test_a_taken_port_is_one_line_and_exit_1(loopback):
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 1 and out == ""
     assert err.startswith("cannot listen on 127.0.0.1: ") and err.count("\n") == 1
+
+
+# -- h2c (rule T8: pools with appProtocol kubernetes.io/h2c) -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def h2c_port():
+    """A backend with an HTTP/1.1 port and an h2c one, as echo-basic's HTTP_PORT and H2C_PORT."""
+    proc, endpoints = start("--address", "127.0.0.1", "--port", "0", "--h2c-port", "0", "--pod", "model-server-0",
+                            "--namespace", "ns")
+    yield int(endpoints[1].rsplit(":", 1)[1])
+    proc.terminate()
+    proc.wait(5)
+
+
+def h2_exchange(port: int, requests: list[tuple[list[tuple[str, str]], bytes]]) -> dict[int, tuple[dict, bytes]]:
+    """Send the requests on one h2c connection, as streams 1, 3, ... all at once; {stream: (headers, body)}."""
+    out = bytearray(h2c.PREFACE + h2c.frame(h2c.SETTINGS, 0, 0))
+    for i, (headers, body) in enumerate(requests):
+        stream = 2 * i + 1
+        out += h2c.frame(h2c.HEADERS, h2c.END_HEADERS | (0 if body else h2c.END_STREAM), stream, h2c.encode(headers))
+        if body:
+            out += h2c.frame(h2c.DATA, h2c.END_STREAM, stream, body)
+    answers: dict[int, list] = {}
+    decoder, done = h2c.Decoder(), set()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(out)
+        rfile = sock.makefile("rb")
+        while len(done) < len(requests):
+            head = rfile.read(9)
+            assert len(head) == 9, f"the connection closed with streams {sorted(done)} of {len(requests)} answered"
+            kind, flags, stream = head[3], head[4], int.from_bytes(head[5:], "big")
+            payload = rfile.read(int.from_bytes(head[:3], "big"))
+            if kind == h2c.HEADERS:
+                answers[stream] = [dict(decoder.decode(payload)), b""]
+            elif kind == h2c.DATA:
+                answers[stream][1] += payload
+            if kind in (h2c.HEADERS, h2c.DATA) and flags & h2c.END_STREAM:
+                done.add(stream)
+    return {stream: (headers, body) for stream, (headers, body) in answers.items()}
+
+
+def test_hpack_decodes_the_rfc_examples():
+    """RFC 7541 C.4: three requests with Huffman strings, sharing one dynamic table."""
+    decoder = h2c.Decoder()
+    assert decoder.decode(bytes.fromhex("828684418cf1e3c2e5f23a6ba0ab90f4ff"))[-1] == (":authority", "www.example.com")
+    assert decoder.decode(bytes.fromhex("828684be5886a8eb10649cbf"))[-2:] == [
+        (":authority", "www.example.com"), ("cache-control", "no-cache")]
+    assert decoder.decode(bytes.fromhex("828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf"))[-1] == (
+        "custom-key", "custom-value")
+    assert [name for name, _ in decoder.table] == ["custom-key", "cache-control", ":authority"]
+
+
+def test_h2c_port_echoes_over_http2_streams_at_once(h2c_port):
+    request = [(":method", "POST"), (":scheme", "http"), (":path", "/v1/completions"), (":authority", "pool"),
+               ("content-type", "application/json"), ("test-epp-endpoint-selection", "10.244.0.5:3001")]
+    answers = h2_exchange(h2c_port, [(request, BODY.encode()), (request[:2] + [(":path", "/health")] + request[3:],
+                                                                b"")])
+    headers, body = answers[1]
+    assert headers[":status"] == "200" and headers["content-type"] == "application/json"
+    answer = json.loads(body)
+    assert (answer["proto"], answer["method"], answer["path"], answer["host"]) == (
+        "HTTP/2.0", "POST", "/v1/completions", "pool")
+    assert (answer["pod"], answer["httpPort"], answer["bodyLength"]) == ("model-server-0", str(h2c_port), len(BODY))
+    assert answer["headers"]["Test-Epp-Endpoint-Selection"] == ["10.244.0.5:3001"]
+    assert not any(name.startswith(":") for name in answer["headers"])
+    assert answers[3] == ({":status": "200", "content-type": "text/plain; charset=utf-8",
+                           "x-content-type-options": "nosniff", "content-length": "2"}, b"OK")
+
+
+def test_http1_on_the_h2c_port_is_refused_as_echo_basic_does(h2c_port):
+    resp, raw = call(h2c_port)
+    assert (resp.status, raw) == (400, b"Expected h2c request")
+    assert call(h2c_port, "GET", "/metrics", None)[0].status == 200  # the EPP's metrics, on every port
+
+
+@pytest.mark.skipif(not shutil.which("curl") or "HTTP2" not in subprocess.run(
+    ["curl", "--version"], capture_output=True, text=True).stdout, reason="no curl with HTTP/2")
+def test_curl_with_prior_knowledge(h2c_port):
+    """nghttp2's HPACK (Huffman strings, the dynamic table) and a body of several DATA frames, as a real
+    HTTP/2 client sends them. (One URL per curl: curl 7.88 fails to reuse an HTTP/2 connection for a
+    second URL, whatever the server.)"""
+    run = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "-X", "POST", "-d", BODY * 300,
+                          "-H", "Content-Type: application/json", f"http://127.0.0.1:{h2c_port}/v1/completions"],
+                         capture_output=True, text=True, timeout=20)
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    assert (answer["proto"], answer["bodyLength"], answer["headers"]["User-Agent"][0][:5]) == (
+        "HTTP/2.0", len(BODY) * 300, "curl/")

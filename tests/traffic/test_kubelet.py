@@ -236,7 +236,9 @@ def test_deleting_a_pod_stops_its_process_and_the_object_goes(kubelet, kube, san
 
 def test_two_containers_two_ports_and_a_pod_already_bound(kubelet, kube, sandbox):
     pod = model_server_pod("dp-0", port=3000, nodeName=kubelet.node_name)
-    second = {**pod["spec"]["containers"][0], "name": "rank-1", "env": [{"name": "HTTP_PORT", "value": "3002"}],
+    # Each container its own HTTP_PORT and H2C_PORT, as upstream's data-parallel Pods (echo-basic serves both).
+    second = {**pod["spec"]["containers"][0], "name": "rank-1",
+              "env": [{"name": "HTTP_PORT", "value": "3002"}, {"name": "H2C_PORT", "value": "3003"}],
               "ports": [{"containerPort": 3002}], "readinessProbe": {"httpGet": {"path": "/", "port": 3002}}}
     pod["spec"]["containers"].append(second)
     kube.create(pod)

@@ -15,7 +15,7 @@ from ..suite_run import PASSED, SKIPPED, run_suite
 pytestmark = pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "")
 WITH_EPP = ["test_epp_routing", "test_served_endpoint", "test_fail_close", "test_fail_open",
             "test_route_removed_traffic", "test_not_ready_pod", "test_rules_to_pools", "test_gateways_to_pools",
-            "test_weighted_pools"]
+            "test_weighted_pools", "test_target_ports", "test_h2c_pool"]
 TESTS = [*WITH_EPP, "test_externalname_traffic"]
 SELECT = ["-k", " or ".join(TESTS)]
 
