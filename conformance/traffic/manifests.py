@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import yaml
@@ -44,16 +44,19 @@ def epp_ports() -> EppPorts:
 
 
 def load(name: str, *, namespace: str, gateway_class: str, api: Api, model_server_image: str, epp_image: str,
-         failure_mode: str = "FailClose", ports: Sequence[EppPorts] = (),
+         failure_mode: str = "FailClose", ports: dict[str, EppPorts] | None = None,
          sentinel_image: str = DEFAULT_SENTINEL_IMAGE, values: Mapping[str, object] | None = None) -> list[dict]:
     """The objects of manifests/traffic/<name> in `namespace`, placeholders filled in (`values`: those a
     test knows only once it runs, such as {picker_address}). Each EPP the manifest names (EPPS) gets
-    ports of its own: `ports` in EPPS' order, else fresh ones from `epp_ports`."""
+    ports of its own from `epp_ports`, kept in `ports` when given (by EPP: files loaded with the same
+    dict, such as an overlay and its base, share them)."""
     text = (TRAFFIC_MANIFESTS / name).read_text()
+    ports = {} if ports is None else ports
     named = [p for p in EPPS if "{" + p + "_port}" in text]
-    ports = list(ports) or [epp_ports() for _ in named]
-    epp_values = {f"{p}_{what}": getattr(port, field)
-                  for p, port in zip(named, ports, strict=True)
+    for p in named:
+        if p not in ports:
+            ports[p] = epp_ports()
+    epp_values = {f"{p}_{what}": getattr(ports[p], field) for p in named
                   for what, field in (("port", "grpc"), ("health_port", "health"), ("metrics_port", "metrics"))}
     values = {"gateway_class": gateway_class, "model_server_image": model_server_image, "epp_image": epp_image,
               **epp_values, "failure_mode": failure_mode, "namespace": namespace, "inference_group": api.group,

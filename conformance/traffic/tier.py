@@ -74,7 +74,7 @@ class Traffic:
         can turn one NotReady later through its kubelet, whichever kubelet that is.
         """
         only, skip = None if only is None else set(only), set(skip)
-        ports = manifests.epp_ports()
+        ports: dict = {}  # the EPPs' ports: the same in <name> and its overlay
 
         def load(file: str) -> list[dict]:
             return manifests.load(file, namespace=self.namespace, gateway_class=self.topology.gateway_class,
