@@ -461,7 +461,7 @@ def traffic(suite: SuiteSession, topology):
     from .traffic.tier import Traffic
 
     return Traffic(topology, suite.traffic_routes(), suite.opts.model_server_image, suite.opts.epp_image,
-                   suite.opts.sentinel_image)
+                   suite.opts.sentinel_image, unready_images=suite.unready_images)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

@@ -179,6 +179,7 @@ class SuiteSession:
         self._brought_up: bool | None = None  # what bring_up_implementation did, once it has
         # Per API: whether the implementation wrote any InferencePool status of it.
         self.silence: dict[str, Silence] = {api: Silence() for api in revisions.APIS}
+        self.unready_images: dict[str, str] = {}  # the traffic tier's images whose Pods never got Ready
         # The embedded cluster shared by pytest-xdist's workers: the controller hosts it (`_hosting`,
         # set while it starts); a worker uses the controller's (`host`).
         self.host: ClusterHost | None = None

@@ -98,6 +98,10 @@ CATEGORIES: tuple[Category, ...] = (
     Category("Environment: cleanup timed out", ENVIRONMENT, ("failed", "broken"),
              r"waiting for \S+ \S+ to be deleted|namespace \S+ to be deleted",
              "objects the suite deleted were still there after the delete timeout"),
+    Category("Environment: traffic Pods not Ready", ENVIRONMENT, ("failed", "broken"),
+             r"waiting for Pod \S+: |never got Ready in an earlier traffic test",
+             "Pods of the traffic tier did not get Ready: the cluster could not pull or run their images "
+             "(--model-server-image, --epp-image, --sentinel-image)"),
     Category("Precondition failed", DEFECT, ("failed",), r"precondition failed",
              "a step the test rests on failed (the message names it and its rule): the test's own rule was not "
              "reached"),

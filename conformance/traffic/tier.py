@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from ..conditions import Judgement
 from ..options import DEFAULT_SENTINEL_IMAGE
 from ..topology import PreconditionFailed, Topology
-from ..wait import wait_for
+from ..wait import WaitTimeout, wait_for
 from . import client, manifests
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
@@ -50,6 +50,10 @@ class Traffic:
     model_server_image: str
     epp_image: str
     sentinel_image: str = DEFAULT_SENTINEL_IMAGE
+    # Image -> why its Pods are known not to get Ready on this cluster (shared by the run's tests): a
+    # later test waits only a short grace for Pods of that image, not its whole timeout again.
+    unready_images: dict[str, str] = field(default_factory=dict)
+    _images: dict[str, list[str]] = field(default_factory=dict)  # Pod name -> its containers' images
 
     @property
     def kube(self):
@@ -93,6 +97,8 @@ class Traffic:
         for pod in gated:
             pod["spec"]["readinessGates"] = [{"conditionType": SERVING_GATE}]
         for doc in docs:
+            if doc["kind"] == "Pod":
+                self._images[doc["metadata"]["name"]] = [c["image"] for c in doc["spec"]["containers"]]
             self.topology.create(doc)
         for pod in gated:
             self.set_serving(pod["metadata"]["name"], True)
@@ -169,11 +175,28 @@ class Traffic:
         """{pod IP: pod name} of these Pods (default: the topology's model servers), once each is Ready."""
         found: dict[str, str] = {}
         for name in names or MODEL_SERVERS:
-            pod = wait_for(self.kube, "v1", "Pod", name, self.namespace, _ready,
-                           timeout=self.topology.timeouts.NamespacesMustBeReady, what=f"Pod {name}",
-                           expected="the Pod is Ready and has an IP")
+            pod = self.ready_pod(name, "the Pod is Ready and has an IP")
             found[pod["status"]["podIP"]] = name
         return found
+
+    def ready_pod(self, name: str, expected: str) -> dict:
+        """The Pod once it is Ready. One systemic problem (an image the cluster cannot pull or run) must
+        not cost every traffic test its whole wait: once Pods of an image never got Ready, later Pods of
+        it get a short grace, and fail with the first failure's line."""
+        known = [self.unready_images[i] for i in self._images.get(name, []) if i in self.unready_images]
+        timeout = self.topology.timeouts.NamespacesMustBeReady
+        if known:
+            timeout = min(timeout, self.topology.timeouts.MaxTimeToConsistency / 3)
+        try:
+            return wait_for(self.kube, "v1", "Pod", name, self.namespace, _ready, timeout=timeout,
+                            what=f"Pod {name}", expected=expected)
+        except WaitTimeout as e:
+            if known:
+                raise AssertionError(f"Pod {name} is not Ready within {timeout:g}s either; {known[0]}") from None
+            line = f"Pods of image {{}} never got Ready in an earlier traffic test ({e.headline()})"
+            for image in self._images.get(name, []):
+                self.unready_images.setdefault(image, line.format(image))
+            raise
 
     def send(self, target: str, *, pick: str | None = None, path: str = "/", **kw):
         """A function that POSTs one request (steered to `pick`, IP or IP:port, when given)."""
@@ -191,9 +214,7 @@ class Traffic:
     def sentinel(self, name: str = "externalname-picker.yaml") -> Sentinel:
         """Deploy the sentinel Pod of manifests/traffic/<name> alone and wait until it is Ready (rule T5)."""
         self.deploy(name, only=[f"Pod/{SENTINEL}"])
-        pod = wait_for(self.kube, "v1", "Pod", SENTINEL, self.namespace, _ready,
-                       timeout=self.topology.timeouts.NamespacesMustBeReady, what=f"Pod {SENTINEL}",
-                       expected="the sentinel Pod is Ready (its containers listen) and has an IP")
+        pod = self.ready_pod(SENTINEL, "the sentinel Pod is Ready (its containers listen) and has an IP")
         ips = [p.get("ip") for p in pod["status"].get("podIPs") or [{"ip": pod["status"]["podIP"]}]]
         address = next((ip for ip in ips if ip and ipaddress.ip_address(ip).version == 4), None)
         if address is None:
