@@ -27,8 +27,11 @@ sys.path.insert(1, str(REPO / "bench"))
 
 from _common import report, summary  # noqa: E402
 
-TESTS = "epp_routing or served_endpoint or fail_close or fail_open"
-LEFTOVER_PROCESSES = ("envoy", "epp-v", "conformance.traffic.backend", "bridge.py", "reference_gateway")
+# The traffic tests: the suite's test files that need the traffic feature.
+TESTS = " or ".join(sorted(p.stem.removeprefix("test_") for p in (REPO / "conformance" / "tests").glob("test_*.py")
+                           if "SupportInferencePoolTraffic" in p.read_text()))
+LEFTOVER_PROCESSES = ("envoy", "epp-v", "conformance.traffic.backend", "conformance.traffic.sentinel", "bridge.py",
+                      "reference_gateway")
 
 
 def leftovers() -> list[str]:
