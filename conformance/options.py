@@ -23,7 +23,7 @@ DEFAULT_GATEWAY_CLASS = "reference"  # the embedded reference implementation's c
 DEFAULT_MODEL_SERVER_IMAGE = "gcr.io/k8s-staging-gateway-api/echo-basic:v20251106-v1.3.0-263-g47c3435c"
 # The traffic tier's endpoint picker: upstream's EPP, which its conformance suite runs with the test
 # plugins (the embedded cluster builds this version from the Go module proxy: conformance.traffic.epp).
-DEFAULT_EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"
+DEFAULT_EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.4.0"
 # The traffic tier's sentinel (rule T5): a container that exits on its first accepted connection, so that
 # a connection shows in the Pod's status. Busybox's `nc -l -p PORT -e false` does that; this is the busybox
 # image of the Kubernetes end-to-end tests (registry.k8s.io, not rate-limited like Docker Hub).
@@ -384,7 +384,7 @@ def from_config(config, known_features: frozenset[str], known_tests: frozenset[s
                           "registry.example.com/echo-basic:v1.0")
     if len(values["epp-image"]) > 255 or not _IMAGE.fullmatch(values["epp-image"]):
         raise OptionError(f"--epp-image={values['epp-image']!r} is not an image reference; give one like "
-                          "registry.example.com/epp:v1.5.0")
+                          "registry.example.com/epp:v1.4.0")
     if len(values["sentinel-image"]) > 255 or not _IMAGE.fullmatch(values["sentinel-image"]):
         raise OptionError(f"--sentinel-image={values['sentinel-image']!r} is not an image reference; give one like "
                           "registry.example.com/busybox:1.36")

@@ -31,8 +31,8 @@ What is written (`translate`, a pure function of the objects, so it is tested on
   ready addresses of the picker Service's EndpointSlices on the port the Service maps the picker port
   to), disabled on the listener and switched on by each route or weighted cluster that sends to the
   pool: request and response headers sent, bodies FULL_DUPLEX_STREAMED with trailers (what upstream's
-  Envoy configurations for the EPP use, and what upstream's EPP v1.5.0 needs: with the request body
-  BUFFERED it never answers). `failure_mode_allow` is the pool's failureMode: FailOpen (the stream
+  Envoy configurations for the EPP use, and what upstream's EPP v1.4.0 and v1.5.0 need: with the
+  request body BUFFERED it never answers). `failure_mode_allow` is the pool's failureMode: FailOpen (the stream
   to the EPP fails, the request goes on to the fallback) or FailClose (500). A connect-only health
   check empties the picker cluster of endpoints that refuse connections, so that the stream fails
   before any body is streamed, while Envoy can still fail open. Envoy never connects to an

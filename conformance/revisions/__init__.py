@@ -115,9 +115,6 @@ class Revision:
     # with the `api_revision_has` marker; elsewhere it is not-applicable).
     picker_ref_optional: bool = False  # a pool may leave out its endpoint picker reference (C15)
     controller_name: bool = False  # parent entries have controllerName (C16, S17)
-    # The traffic tier's test EPP (upstream's v1.5.0) reads pools of this API (T1-T4). v1alpha2 pools
-    # need an EPP of the v0.x line, not built yet: there the traffic tests are not-applicable.
-    test_epp: bool = False
     multiple_target_ports: bool = False  # targetPorts takes up to 8 unique ports, data parallelism (T8)
     app_protocol: bool = False  # spec.appProtocol: http or kubernetes.io/h2c (T8, S14, D8)
 

@@ -18,8 +18,7 @@ API = Api(name="v1", group="inference.networking.k8s.io", version="v1", status_k
 
 def _revision(name: str, title: str, release: str, **facts) -> Revision:
     return Revision(name=name, title=title, api=API, parent_ref_shape="ParentGatewayReference",
-                    crd=MANIFESTS / "crd" / "revisions" / name / API.crd_file, extension_version=release,
-                    test_epp=True, **facts)
+                    crd=MANIFESTS / "crd" / "revisions" / name / API.crd_file, extension_version=release, **facts)
 
 
 REVISIONS = (

@@ -3,8 +3,7 @@
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T1"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T1"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_epp_routing(traffic):

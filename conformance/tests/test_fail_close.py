@@ -3,8 +3,7 @@ reach a model server (T3)."""
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T3"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T3"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_fail_close(traffic):

@@ -3,8 +3,7 @@ pool (T4). Upstream: EppUnAvailableFailOpen."""
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T4"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T4"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_fail_open(traffic):

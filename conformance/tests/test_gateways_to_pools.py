@@ -5,8 +5,7 @@ a request reaches can choose its pool."""
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T6"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T6"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_gateways_to_pools(traffic):

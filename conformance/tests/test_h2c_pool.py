@@ -6,7 +6,7 @@ and answers HTTP/1.1 there 400 (manifests/traffic/h2c-pool.yaml, an overlay of p
 import pytest
 
 pytestmark = [pytest.mark.rule("T8"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp", "app_protocol")]
+              pytest.mark.api_revision_has("app_protocol")]
 
 
 def test_h2c_pool(traffic):

@@ -10,8 +10,7 @@ all and the gateway alone chooses, which is where its own view of readiness show
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T7"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T7"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_not_ready_pod(traffic):

@@ -4,8 +4,7 @@ after a fixed sleep; here the 404s must come, three in a row, within MaxTimeToCo
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T7"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T7"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_route_removed_traffic(traffic):

@@ -5,8 +5,7 @@ paths, and 30 requests naming every Pod of both pools must stay in the path's po
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T6"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T6"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_rules_to_pools(traffic):

@@ -4,8 +4,7 @@ Upstream: GatewayDestinationEndpointServed."""
 
 import pytest
 
-pytestmark = [pytest.mark.rule("T2", "T1"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T2", "T1"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 
 def test_served_endpoint(traffic):

@@ -7,7 +7,7 @@ model servers run Gateway API's echo server once per port and report the port in
 import pytest
 
 pytestmark = [pytest.mark.rule("T8"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp", "multiple_target_ports")]
+              pytest.mark.api_revision_has("multiple_target_ports")]
 
 PORTS = ("3000", "3002", "3004")  # the pool's targetPorts
 

@@ -13,8 +13,7 @@ import pytest
 
 from conformance.traffic import stats
 
-pytestmark = [pytest.mark.rule("T6"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic"),
-              pytest.mark.api_revision_has("test_epp")]
+pytestmark = [pytest.mark.rule("T6"), pytest.mark.features("SupportInferencePool", "SupportInferencePoolTraffic")]
 
 N, WEIGHTS = 600, {"primary": 70, "secondary": 30}  # the weights of HTTPRoute weighted in two-pools.yaml
 

@@ -31,7 +31,7 @@ with prior knowledge on H2C_PORT (default 3001), where it echoes only HTTP/2 req
 that served, the h2c one included, and `GET /metrics` is served there over HTTP/1.1 too, for the EPP.
 
 One deliberate difference: `GET /metrics` (echo-basic would echo it) serves Prometheus text with
-the vLLM gauges the EPP reads by default (GIE v1.5.0 `pkg/epp/server/options.go`):
+the vLLM gauges the EPP reads by default (GIE v1.4.0 `pkg/epp/server/options.go`):
 `vllm:num_requests_waiting`, `vllm:num_requests_running` (the requests in flight here),
 `vllm:kv_cache_usage_perc` (and `vllm:gpu_cache_usage_perc`, the name EPPs before v1.3 read),
 `vllm:lora_requests_info` (labels max_lora, running_lora_adapters, waiting_lora_adapters; value the

@@ -7,17 +7,19 @@ two test plugins: one that picks the pods named in a request header, one that co
 the gateway reports as served into a response header. This suite runs the same program, so a gateway
 that passes here talks to the EPP users deploy, not to a stand-in of ours.
 
-Which EPP: `sigs.k8s.io/gateway-api-inference-extension/cmd/epp` at v1.5.0, the last release whose
-conformance suite ran the full EPP with those plugins (v1.6 ships a lighter `cmd/lwepp` whose v1.6.0
-refuses requests with a body through a gateway that streams bodies; the fixes are not on the Go
-module proxy). The Go module in `epp/` beside `conformance/` names that version, so the version is
-part of the repository: the module declares `cmd/epp` as a tool and its go.sum pins every dependency.
+Which EPP: `sigs.k8s.io/gateway-api-inference-extension/cmd/epp` at v1.4.0, the newest release that
+reads the pools of both APIs (`--pool-group`: inference.networking.k8s.io or
+inference.networking.x-k8s.io; v1.5 reads GA pools only) and whose conformance suite ran the full EPP
+with those plugins (v1.6 ships a lighter `cmd/lwepp` whose v1.6.0 refuses requests with a body through
+a gateway that streams bodies; the fixes are not on the Go module proxy). The Go module in `epp/`
+beside `conformance/` names that version, so the version is part of the repository: the module
+declares `cmd/epp` as a tool and its go.sum pins every dependency.
 `ensure()` builds it once (a few minutes) into the same cache as the embedded control plane, keyed by
 the module's sources and this file's build recipe, under a file lock so that parallel workers build it
 once; `python -m conformance build` builds it up front.
 
 How it runs: `launch()` gives the command line, environment and plugins configuration for one
-InferencePool, as upstream's conformance deployment runs it (pool name and namespace, ext_proc gRPC
+InferencePool, as upstream's conformance deployment runs it (pool name, namespace and group, ext_proc gRPC
 on 9002, gRPC health on 9003, the plugins config), plus what a process outside a Pod needs:
 `KUBECONFIG` (the EPP reads no --kubeconfig flag), `--secure-serving=false` (the gateway in the
 sandbox speaks plain h2c to it), `--tracing=false` (no collector here) and
@@ -100,7 +102,7 @@ PLUGINS_CONFIG = {
 # -- building -------------------------------------------------------------------------------------
 
 def version() -> str:
-    """The upstream release the EPP module requires (e.g. v1.5.0)."""
+    """The upstream release the EPP module requires (e.g. v1.4.0)."""
     text = (MODULE_DIR / "go.mod").read_text()
     m = re.search(rf"^\s*(?:require\s+)?{re.escape(UPSTREAM)}\s+(v\S+)", text, re.M)
     if not m:
@@ -161,7 +163,9 @@ def _build(dest: Path, progress) -> None:
         tmp.unlink(missing_ok=True)
         raise BuildError(f"building the endpoint picker failed (go build exit {rc}):\n" + "\n".join(tail))
     tmp.rename(dest)
-    for old in dest.parent.glob("epp-*"):  # builds of another recipe or version are never used again
+    # Older builds of this version (another recipe) are never used again; another version's may be, by
+    # another checkout on this machine, while it runs: those stay.
+    for old in dest.parent.glob(f"epp-{version()}-*"):
         if old != dest and not old.name.endswith(".lock"):
             old.unlink(missing_ok=True)
     progress(f"built the endpoint picker in {time.monotonic() - started:.0f}s")
@@ -183,11 +187,12 @@ class Launch:
 
 
 def launch(pool: str, namespace: str, kubeconfig: str | os.PathLike, workdir: str | os.PathLike, *,
-           binary: str | os.PathLike | None = None, grpc_port: int = GRPC_PORT, health_port: int = HEALTH_PORT,
-           metrics_port: int = METRICS_PORT, verbosity: int = 4, secure_serving: bool = False,
+           group: str = "inference.networking.k8s.io", binary: str | os.PathLike | None = None,
+           grpc_port: int = GRPC_PORT, health_port: int = HEALTH_PORT, metrics_port: int = METRICS_PORT,
+           verbosity: int = 4, secure_serving: bool = False,
            extra_args: tuple[str, ...] = ()) -> Launch:
-    """The EPP's command line and environment for InferencePool `namespace/pool` (API group
-    inference.networking.k8s.io), with the plugins config written to `workdir`.
+    """The EPP's command line and environment for InferencePool `namespace/pool` of API group `group`,
+    with the plugins config written to `workdir`.
 
     Several EPPs can share one sandbox when each has its own ports (upstream gives each its own Pod).
     """
@@ -199,6 +204,7 @@ def launch(pool: str, namespace: str, kubeconfig: str | os.PathLike, workdir: st
         str(binary or ensure()),
         "--pool-name", pool,
         "--pool-namespace", namespace,
+        "--pool-group", group,
         "--grpc-port", str(grpc_port),
         "--grpc-health-port", str(health_port),
         "--metrics-port", str(metrics_port),

@@ -24,7 +24,7 @@ from conformance.traffic.netns import Sandbox, start_process
 
 BACKEND = [sys.executable, "-S", "-m", "conformance.traffic.backend"]
 BODY = json.dumps({"model": "conformance-fake-model", "prompt": "Write as if you were a critic: San Francisco"})
-# The metric names upstream's EPP v1.5.0 reads by default (pkg/epp/server/options.go), plus the KV
+# The metric names upstream's EPP v1.4.0 reads by default (pkg/epp/server/options.go), plus the KV
 # cache name of EPPs before v1.3; Prometheus' legacy name rule, which that EPP's parser applies.
 VLLM = ["vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
         "vllm:gpu_cache_usage_perc", "vllm:lora_requests_info", "vllm:cache_config_info"]

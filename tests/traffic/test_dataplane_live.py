@@ -1,4 +1,4 @@
-"""The embedded data plane end to end: upstream's EPP (v1.5.0, conformance plugins), a real Envoy
+"""The embedded data plane end to end: upstream's EPP (v1.4.0, conformance plugins), a real Envoy
 programmed by the reference gateway, model servers run by the kubelet stand-in, all inside one sandbox,
 driven through the traffic topology (manifests/traffic/pool-with-picker.yaml) and sent requests as the
 traffic rules send them.

@@ -78,15 +78,15 @@ def binary() -> Path:
 
 @pytest.mark.slow  # the first run builds the EPP: minutes
 def test_the_binary_is_upstreams_named_version(binary):
-    assert epp.version() == "v1.5.0"
+    assert epp.version() == "v1.4.0"
     assert os.access(binary, os.X_OK)
-    assert binary.name.startswith("epp-v1.5.0-") and binary == epp.cached_path()
+    assert binary.name.startswith("epp-v1.4.0-") and binary == epp.cached_path()
     assert epp.ensure() == binary  # cached: no second build
     with Sandbox(stop_timeout=1) as sb:
         out = sb.run([str(binary), "--help"], check=False)
     usage = out.stdout + out.stderr
-    for flag in ("--pool-name", "--pool-namespace", "--grpc-port", "--grpc-health-port", "--config-file",
-                 "--secure-serving", "--tracing", "--metrics-port", "--metrics-endpoint-auth"):
+    for flag in ("--pool-name", "--pool-namespace", "--pool-group", "--grpc-port", "--grpc-health-port",
+                 "--config-file", "--secure-serving", "--tracing", "--metrics-port", "--metrics-endpoint-auth"):
         assert flag in usage, f"{flag} not in the EPP's --help"
 
 
@@ -101,6 +101,7 @@ def test_launch_runs_it_as_upstreams_conformance_deployment(tmp_path):
 
     assert value("--pool-name") == "primary-inference-pool"
     assert value("--pool-namespace") == "inference-conformance-app-backend"
+    assert value("--pool-group") == "inference.networking.k8s.io"
     assert (value("--grpc-port"), value("--grpc-health-port"), value("--metrics-port")) == ("9002", "9003", "9090")
     assert value("--v") == "4" and value("--zap-encoder") == "json"
     assert {"--secure-serving=false", "--tracing=false", "--metrics-endpoint-auth=false"} <= set(argv)
@@ -113,9 +114,10 @@ def test_launch_runs_it_as_upstreams_conformance_deployment(tmp_path):
                                               "plugins": [{"pluginRef": "header-based-testing-filter"}]}]
     # Nothing it is handed is an address: the sandbox, not the command line, keeps it off the network.
     assert netns.not_loopback(argv, env=run.env, files=[run.config_file]) == []
-    other = epp.launch("secondary-inference-pool", "ns", "kc", tmp_path, binary="/bin/epp", grpc_port=9012,
-                       health_port=9013, metrics_port=9091)
+    other = epp.launch("secondary-inference-pool", "ns", "kc", tmp_path, group="inference.networking.x-k8s.io",
+                       binary="/bin/epp", grpc_port=9012, health_port=9013, metrics_port=9091)
     assert other.config_file != run.config_file and "9012" in other.argv and "9013" in other.argv
+    assert other.argv[other.argv.index("--pool-group") + 1] == "inference.networking.x-k8s.io"
 
 
 def test_a_missing_go_is_one_line(tmp_path, monkeypatch):
@@ -133,7 +135,7 @@ def test_a_missing_go_is_one_line(tmp_path, monkeypatch):
 
 def test_the_cache_key_follows_the_module_and_the_recipe(monkeypatch):
     key = epp.cached_path()
-    assert key.parent == epp.cache_dir() and re.fullmatch(r"epp-v1\.5\.0-[0-9a-f]{16}", key.name)
+    assert key.parent == epp.cache_dir() and re.fullmatch(r"epp-v1\.4\.0-[0-9a-f]{16}", key.name)
     monkeypatch.setattr(epp, "_BUILD_FLAGS", (*epp._BUILD_FLAGS, "-race"))
     assert epp.cached_path() != key
 
@@ -178,9 +180,11 @@ def wait_for(what: str, check, timeout: float = 60.0, detail=lambda: ""):
 
 
 def collecting(log: Path) -> bool:
-    """Whether the EPP's log says it took the pod: it starts polling the pod's address."""
+    """Whether the EPP's log says it took the pod: it starts polling the pod's address (v1.4.0 logs
+    "Starting refresher" with the address in its metadata)."""
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
-    return any(e.get("msg") == "starting collection" and e.get("endpoint") == POD_IP for e in entries)
+    return any(e.get("msg") == "Starting refresher" and f"Address:{POD_IP} " in str(e.get("metadata"))
+               for e in entries)
 
 
 @pytest.mark.slow  # the build (first run), a cluster of its own, the EPP
