@@ -8,8 +8,10 @@ Public surface (what tests use):
   created in it is deleted and waited for afterwards), `shared_namespace`
   (one namespace for tests whose objects are named for the test alone; each
   test's objects are deleted afterwards), `gateway_class` (the accepted
-  GatewayClass of the implementation under test) and `topology` (a
-  `conformance.topology.Topology` in the test's namespace);
+  GatewayClass of the implementation under test), `topology` (a
+  `conformance.topology.Topology` in the test's namespace), `traffic` (a
+  `conformance.traffic.tier.Traffic` on that topology) and `should` (checks
+  of the API's SHOULDs, reported and never failed: `conformance.should`);
 * markers `rule("S1", ...)` (the SPEC rules a test checks),
   `features("SupportInferencePool", ...)` and `api_revision_has("field", ...)`
   (the test applies only to API revisions whose `Revision` has these fields
@@ -462,6 +464,15 @@ def traffic(suite: SuiteSession, topology):
 
     return Traffic(topology, suite.traffic_routes(), suite.opts.model_server_image, suite.opts.epp_image,
                    suite.opts.sentinel_image, unready_images=suite.unready_images)
+
+
+@pytest.fixture
+def should(request: pytest.FixtureRequest):
+    """`with should("what"):` checks a SHOULD of the API: an assertion failing in the block is reported
+    (conformance.should), never failed."""
+    from .should import Should
+
+    return Should(request.node)
 
 
 def _condition_true(obj: dict, ctype: str) -> bool:

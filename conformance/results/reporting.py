@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .. import revisions
+from .. import revisions, should
 from ..features import REFERENCE_GATEWAY_CLASS
 from . import artifacts, html_report, inventory
 from . import report as cr
@@ -389,6 +389,12 @@ class ReportPlugin:
                 per_category[cat.name] += 1
         if per_category:
             self.lines.append("Failures by category: " + "; ".join(f"{name}: {n}" for name, n in per_category.items()))
+        # The API's SHOULDs the implementation does not meet: reported, never counted as failures.
+        not_met = sorted((cr.short_name(rec.nodeid), rec.properties[should.PROPERTY]) for rec in self.records.values()
+                         if should.PROPERTY in rec.properties)
+        if not_met:
+            self.lines.append(f"SHOULD not met (reported, not failed): {len(not_met)}")
+            self.lines.extend(f"  {name}: {line}" for name, line in not_met)
         self.lines.append(f"Results: {self.results_dir}")
         log = self.suite.implementation_log
         if log is not None and log.exists():  # what the implementation the suite started said, so far
@@ -432,6 +438,8 @@ class ReportPlugin:
                                             reason=why_not_run.get(t.key, "")))
                 continue
             outcome, reason = outcomes[t.key]
+            if should.PROPERTY in rec.properties and not reason:
+                reason = f"SHOULD not met (reported, not failed): {rec.properties[should.PROPERTY]}"
             cat = artifacts.categorize(outcome, rec.assertion, rec.text)
             rows.append(html_report.Row(t.name, rec.nodeid, t.tier, outcome, t.rules, t.areas, rec.duration,
                                         reason, rec.text, cat.name if cat else "",

@@ -117,6 +117,8 @@ class Revision:
     controller_name: bool = False  # parent entries have controllerName (C16, S17)
     multiple_target_ports: bool = False  # targetPorts takes up to 8 unique ports, data parallelism (T8)
     app_protocol: bool = False  # spec.appProtocol: http or kubernetes.io/h2c (T8, S14, D8)
+    # The picker reference may leave out its port; a gateway SHOULD then use 9002 (T8, D4: reported).
+    picker_port_default: bool = False
 
     @property
     def embedded_crds(self) -> list[Path]:

@@ -4,7 +4,8 @@ The revisions differ in the condition type the CRD defaults into a status
 parent (`Ready` in the seed, `Accepted` after), in how a parent entry names
 its Gateway (a core ObjectReference until v0.4, `{group, kind, name,
 namespace}` from v0.5) and in v0.5's status default (one placeholder parent
-of kind Status).
+of kind Status). In all of them the extension reference may leave out its
+port, which implementations SHOULD then take to be 9002.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ def _crd(revision: str | None):
 REVISIONS = (
     Revision(name="seed", title="this project's seed API (early 2025 draft)", api=API,
              default_condition_type="Ready", parent_ref_shape="ObjectReference",
-             crd=_crd(None), extension_version="v0.0.0-seed"),
+             crd=_crd(None), extension_version="v0.0.0-seed", picker_port_default=True),
     Revision(name="v0.2", title="GIE v0.2.0 - v0.4.0", api=API,
              default_condition_type="Accepted", parent_ref_shape="ObjectReference",
-             crd=_crd("v0.2"), extension_version="v0.2.0"),
+             crd=_crd("v0.2"), extension_version="v0.2.0", picker_port_default=True),
     Revision(name="v0.5", title="GIE v0.5.x", api=API,
              default_condition_type="Accepted", parent_ref_shape="ParentGatewayReference",
-             status_default_parent=True, crd=_crd("v0.5"), extension_version="v0.5.0"),
+             status_default_parent=True, crd=_crd("v0.5"), extension_version="v0.5.0",
+             picker_port_default=True),
 )
 
 
