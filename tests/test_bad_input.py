@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -101,12 +100,14 @@ def test_path_value_given_apart_is_named(files):
                       f"{files / 'kubeconfig'} for a test path and lost the suite's configuration"], result.stderr
 
 
-def test_unreachable_cluster_is_one_line_within_seconds(files):
-    started = time.monotonic()
+def test_unreachable_cluster_is_one_line_at_once(files):
+    """The run stops at the first refused connection: one line, no retries, no test run. A suite that
+    retried or waited would overrun the subprocess's bound (30 s, three times an idle run's
+    interpreter start and collection) and fail here with TimeoutExpired; the time itself is not asserted,
+    since a loaded CI machine stretches it."""
     result = run_suite(f"--kubeconfig={files / 'kubeconfig'}", "conformance/tests/test_schema.py", timeout=30)
-    assert time.monotonic() - started < 10, "the unreachable cluster took 10 s or more to report"
     assert result.returncode == 3, result.stdout + result.stderr
-    assert "cannot reach https://127.0.0.1:1" in result.stdout
+    assert result.stdout.count("cannot reach https://127.0.0.1:1") == 1, result.stdout
     assert " passed" not in result.stdout
 
 

@@ -84,7 +84,11 @@ POD_CIDR = "10.244.0.0/16"
 NODE_NAME = "embedded-node"
 NO_PROGRAM = "NoProgramForImage"  # the waiting reason of a container whose image runs no program here
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory that holds the `conformance` package
-_LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
+# A listening socket's line of /proc/net/tcp{,6}: "  sl  local_address rem_address   st ...", st 0A
+# (TCP_LISTEN). The table also holds every connection of the sandbox (thousands of TIME_WAIT ones after
+# a burst of requests), so the listeners are picked out by one regex rather than line by line.
+_LISTENER = re.compile(r"^\s*\d+: ([0-9A-F]+):([0-9A-F]{4}) [0-9A-F]+:[0-9A-F]{4} 0A ", re.M)
+_LISTENING_FRESH = 0.05  # seconds a look at the listeners serves every Pod worker that asks
 
 
 class Unsupported(Exception):
@@ -251,14 +255,10 @@ def listening(pid: int) -> set[tuple[str, int]]:
     found = set()
     for table in ("tcp", "tcp6"):
         try:
-            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+            text = Path(f"/proc/{pid}/net/{table}").read_text()
         except OSError:
             continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 3 and fields[3] == _LISTEN:
-                address, port = fields[1].rsplit(":", 1)
-                found.add((_hex_address(address), int(port, 16)))
+        found.update((_hex_address(address), int(port, 16)) for address, port in _LISTENER.findall(text))
     return found
 
 
@@ -355,6 +355,8 @@ class Kubelet:
         self._runs: dict[tuple[str, str], _Run] = {}
         self._finished: set[str] = set()  # uids of Pods done with (late events about them are ignored)
         self._lock = threading.RLock()
+        self._listeners: tuple[float, set[tuple[str, int]]] = (0.0, set())  # (when, what): the last look
+        self._listeners_lock = threading.Lock()
         self._next_ip = int(ipaddress.ip_address(self.node_ip)) + 1
         self._addresses: set[str] = set()  # the addresses this kubelet put on the sandbox's lo
         self._stop = threading.Event()
@@ -769,10 +771,20 @@ class Kubelet:
         log.debug("kubelet %s: pod %s/%s: container %s started, pid %d", self.node_name, *run.key,
                   ctr.spec["name"], ctr.proc.pid)
 
+    def _listening(self) -> set[tuple[str, int]]:
+        """The sandbox's TCP listeners, as seen at most _LISTENING_FRESH seconds ago: every Pod worker asks
+        several times a second, and one look serves them all."""
+        with self._listeners_lock:
+            when, found = self._listeners
+            if time.monotonic() - when > _LISTENING_FRESH:
+                found = listening(self.sandbox.holder_pid)
+                self._listeners = (time.monotonic(), found)
+            return found
+
     def _tend(self, run: _Run, check_ports: bool, restart: bool = True) -> None:
         """Look at each container: did it exit (restart it per restartPolicy), does it listen."""
         policy = (run.pod.get("spec") or {}).get("restartPolicy", "Always")
-        listeners = listening(self.sandbox.holder_pid) if check_ports and self.sandbox.holder_pid else None
+        listeners = self._listening() if check_ports and self.sandbox.holder_pid else None
         for ctr in run.ctrs:
             if ctr.launch is None:
                 continue

@@ -166,7 +166,8 @@ class Traffic:
 
         gw = wait_for(self.kube, GATEWAY_API, "Gateway", gateway, self.namespace, addressed,
                       timeout=self.topology.timeouts.GatewayMustHaveCondition, what=f"Gateway {gateway}",
-                      expected="status.addresses has the Gateway's address")
+                      expected="status.addresses has the Gateway's address",
+                      guard=self.topology.implementation_alive)
         address = gw["status"]["addresses"][0]["value"]
         inside = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
         return self.routes.get(inside, inside)
