@@ -46,6 +46,7 @@ pods and endpointslices (discovery.k8s.io).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
 import os
@@ -134,7 +135,7 @@ def _slim(kind: str, obj: dict) -> dict:
                                      for a in e.get("addresses") or []})}
     else:  # Service
         sp = spec(obj)
-        out |= {"type": sp.get("type") or "ClusterIP",
+        out |= {"type": sp.get("type") or "ClusterIP", "externalName": sp.get("externalName") or "",
                 "ports": [{"name": p.get("name") or "", "port": p.get("port"), "targetPort": p.get("targetPort")}
                           for p in sp.get("ports") or []]}
     return out
@@ -334,6 +335,14 @@ def service_endpoints(ns: str, name: str, port: int, inventory: Inventory) -> li
     return sorted(out)
 
 
+def _is_ip(endpoint: tuple[str, int]) -> bool:
+    try:
+        ipaddress.ip_address(endpoint[0])
+    except ValueError:
+        return False
+    return True
+
+
 def picker_problem(pool: dict, revision: Revision, inventory: Inventory) -> str | None:
     """Why the pool's endpoint picker reference cannot be followed; None when it can (or there is none)."""
     ref = revision.picker_ref(pool)
@@ -388,14 +397,19 @@ def translate_pool(pool: dict, revision: Revision, inventory: Inventory, options
     ref = revision.picker_ref(pool)
     if ref is None:
         return out
+    picker_endpoints = service_endpoints(k[0], ref.name, ref.port, inventory)
     if problem := picker_problem(pool, revision, inventory):
-        out.problem = problem
-        return out
+        svc = inventory.services.get((k[0], ref.name)) or {}
+        if not (faults.on("follow-externalname-picker") and svc.get("type") == "ExternalName"):
+            out.problem = problem
+            return out
+        picker_endpoints = [(svc["externalName"], ref.port)]
     epp_name = epp_cluster_name(group, k)
     out.epp_cluster = {
-        "@type": _CLUSTER, "name": epp_name, "type": "STATIC", "connect_timeout": "1s",
+        "@type": _CLUSTER, "name": epp_name, "type": "STATIC" if all(map(_is_ip, picker_endpoints)) else "STRICT_DNS",
+        "connect_timeout": "1s",
         "typed_extension_protocol_options": _http2(),
-        "load_assignment": _load_assignment(epp_name, service_endpoints(k[0], ref.name, ref.port, inventory)),
+        "load_assignment": _load_assignment(epp_name, picker_endpoints),
         # With bodies FULL_DUPLEX_STREAMED, Envoy can fail open only until the first body chunk is handed
         # to the ext_proc stream: a stream that fails later (a connect refused after the body came) is a
         # 500 whatever failure_mode_allow says. A connect-only health check takes an EPP that does not
@@ -563,6 +577,16 @@ def _created(obj: dict) -> str:
     return (obj.get("metadata") or {}).get("creationTimestamp") or ""
 
 
+def _parents(route: dict, world: World, addresses: dict[Key, str]) -> list[tuple[dict, Key]]:
+    """The route's (parentRef, Gateway key) pairs: those its parentRefs name."""
+    refs = list(route_parent_refs(route))
+    if faults.on("routes-on-every-gateway"):  # and every other addressed Gateway of a named one's namespace
+        named = {gk: ref for ref, gk in refs}
+        refs += [({**ref, "name": other[1]}, other) for gk, ref in named.items()
+                 for other in sorted(addresses) if other[0] == gk[0] and other not in named]
+    return refs
+
+
 def translate(world: World, inventory: Inventory, addresses: dict[Key, str], options: Options) -> Config:
     """Envoy's listeners and clusters for the Gateways of ours that have an address in `addresses`."""
     backends = _Backends(world, inventory, options)
@@ -578,7 +602,7 @@ def translate(world: World, inventory: Inventory, addresses: dict[Key, str], opt
     for rk, route in sorted(world.routes.items()):
         if terminating(route):
             continue
-        for ref, gk in route_parent_refs(route):
+        for ref, gk in _parents(route, world, addresses):
             gw = world.gateways.get(gk)
             if gk not in addresses or not world.gateway_is_ours(gw):
                 continue
@@ -586,8 +610,10 @@ def translate(world: World, inventory: Inventory, addresses: dict[Key, str], opt
                 where = (addresses[gk], ln.get("port"))
                 if ln.get("protocol") != "HTTP" or where not in vhosts:
                     continue
-                for ri, rule in enumerate(spec(route).get("rules") or []):
-                    action, used = _route_action(rule, rk[0], backends, options)
+                rules = spec(route).get("rules") or []
+                for ri, rule in enumerate(rules):
+                    action, used = _route_action(rules[0] if faults.on("first-rule-only") else rule, rk[0],
+                                                 backends, options)
                     filters[where] |= used
                     for mi, m in enumerate(rule.get("matches") or [{}]):
                         match, rank = _route_match(m)

@@ -89,10 +89,18 @@ FAULTS: dict[str, str] = {
         "the data plane's endpoints of a pool are its Pods on the first of its targetPorts only",
     "h2c-as-http1":
         "the data plane ignores a pool's appProtocol: a kubernetes.io/h2c pool is reached over HTTP/1.1",
+    "follow-externalname-picker":
+        "the data plane connects to an ExternalName endpoint picker Service's externalName (its status "
+        "still says the reference is invalid)",
+    "first-rule-only":
+        "the data plane sends the requests of every rule of an HTTPRoute to its first rule's backends",
+    "routes-on-every-gateway":
+        "the data plane serves an HTTPRoute on every Gateway of the namespace of a Gateway it names",
 }
 # The faults of the data plane: only a run with traffic can catch them.
 TRAFFIC = frozenset({"ignore-pick", "swap-failure-modes", "fail-open-as-fail-close", "no-served-endpoint",
-                     "route-to-not-ready", "ignore-weights", "first-target-port-only", "h2c-as-http1"})
+                     "route-to-not-ready", "ignore-weights", "first-target-port-only", "h2c-as-http1",
+                     "follow-externalname-picker", "first-rule-only", "routes-on-every-gateway"})
 
 _active: frozenset[str] = frozenset()
 
