@@ -298,6 +298,33 @@ def check_h2c_as_http1(_objs):
     return "typed_extension_protocol_options" in _ga_pool_cluster(appProtocol="kubernetes.io/h2c")
 
 
+def check_follow_externalname_picker(objs):
+    """The endpoints of the picker cluster of a pool whose picker Service is of type ExternalName."""
+    from .test_dataplane import basic, build, endpoints, service
+    externalname = service(type_="ExternalName")
+    config = build(objs, *basic(objs, picker_service=externalname))
+    return [endpoints(c) for c in config.clusters if c["name"].startswith("epp/")]
+
+
+def check_first_rule_only(objs):
+    """The clusters of a route's two rules, to pool a and to pool b."""
+    from .test_dataplane import build, endpoint_slice, routes, service
+    rules = [{"matches": [{"path": {"type": "PathPrefix", "value": f"/{p}"}}], "backendRefs": [objs.pool_backend(p)]}
+             for p in ("a", "b")]
+    config = build(objs, objs.gateway_class(), objs.gateway(), objs.route(rules=rules), objs.pool("a"), objs.pool("b"),
+                   service(), endpoint_slice())
+    return sorted(r["route"]["cluster"].rsplit("/", 1)[-1] for r in routes(config))
+
+
+def check_routes_on_every_gateway(objs):
+    """The listeners that serve a route naming Gateway gw only, with a second Gateway beside it."""
+    from .test_dataplane import GATEWAY, build, routes
+    addresses = {"gw": GATEWAY, "other": "10.244.0.109"}
+    config = build(objs, objs.gateway_class(), objs.gateway(), objs.gateway("other"), objs.route(), objs.pool(),
+                   addresses={(NS, gw): address for gw, address in addresses.items()})
+    return [gw for gw, address in addresses.items() if routes(config, f"{address}:80")]
+
+
 CASES = {
     "accept-externalname": (check_accept_externalname, "False", "True"),
     "resolvedrefs-always-true": (check_resolvedrefs_always_true, "False", "True"),
@@ -340,6 +367,9 @@ CASES = {
     "ignore-weights": (check_ignore_weights, [70, 30], [1, 1]),
     "first-target-port-only": (check_first_target_port_only, [3000, 3002, 3004], [3000]),
     "h2c-as-http1": (check_h2c_as_http1, True, False),
+    "follow-externalname-picker": (check_follow_externalname_picker, [], [[("picker.example.com", 9002)]]),
+    "first-rule-only": (check_first_rule_only, ["a", "b"], ["a", "a"]),
+    "routes-on-every-gateway": (check_routes_on_every_gateway, ["gw"], ["gw", "other"]),
 }
 PLACEHOLDER_ONLY = {"keep-default-parent"}
 
