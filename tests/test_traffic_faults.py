@@ -79,12 +79,17 @@ class Verdict:
         return {f"{t}[v1]" for t in EXPECTED[self.job.fault]["caught_by"]} if self.job.fault else set()
 
     @property
+    def tolerated(self) -> set[str]:
+        """Tests the fault may fail as well, by chance (`may_fail`): each names why in the YAML."""
+        return {f"{t}[v1]" for t in EXPECTED[self.job.fault].get("may_fail") or []} if self.job.fault else set()
+
+    @property
     def problem(self) -> str:
         """What is wrong with this run's verdict ("" when it is as it should be)."""
         if not self.run.outcomes:
             return f"the suite did not run (exit {self.run.returncode}):\n{self.run.output[-2000:]}"
         if self.job.fault:
-            if self.failed != self.expected:
+            if not self.expected <= self.failed <= self.expected | self.tolerated:
                 return (f"expected to be caught by {sorted(self.expected)}, failed {sorted(self.failed)}"
                         + failures(self.run))
             return ""
@@ -138,8 +143,10 @@ def test_yaml_lists_every_traffic_fault_and_behaviour():
         "fault_catches.yaml traffic: benign: must list every data-plane behaviour")
     tests = {t.removesuffix(".py") for t in traffic_tests()}
     for fault, entry in EXPECTED.items():
-        assert set(entry) == {"caught_by"} and entry["caught_by"], f"{fault}: needs caught_by, and nothing else"
-        unknown = {t.split(".py::")[0] for t in entry["caught_by"]} - tests
+        assert set(entry) <= {"caught_by", "may_fail"} and entry["caught_by"], (
+            f"{fault}: needs caught_by, may have may_fail, and nothing else")
+        assert not set(entry["caught_by"]) & set(entry.get("may_fail") or []), f"{fault}: a test in both lists"
+        unknown = {t.split(".py::")[0] for t in entry["caught_by"] + (entry.get("may_fail") or [])} - tests
         assert not unknown, f"{fault}: not traffic tests: {sorted(unknown)}"
 
 
@@ -160,7 +167,7 @@ def test_every_traffic_fault_is_caught_by_its_tests_alone(tmp_path, capsys):
         lines.append(f"{v.job.label:<{width}}  {v.seconds:5.1f}  {said}")
     faulty = [v for v in verdicts if v.job.fault]
     caught = sum(not v.problem for v in faulty)
-    collateral = sum(len(v.failed - v.expected) for v in faulty)
+    collateral = sum(len(v.failed - v.expected - v.tolerated) for v in faulty)
     benign = [v for v in verdicts if not v.job.fault]
     summary = (f"traffic fault score: {caught}/{len(faulty)} caught by exactly their tests; {collateral} collateral "
                f"failure(s); conformant runs: {sum(not v.problem for v in benign)}/{len(benign)} passed whole "
