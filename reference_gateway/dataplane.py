@@ -46,7 +46,6 @@ pods and endpointslices (discovery.k8s.io).
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import logging
 import os
@@ -335,14 +334,6 @@ def service_endpoints(ns: str, name: str, port: int, inventory: Inventory) -> li
     return sorted(out)
 
 
-def _is_ip(endpoint: tuple[str, int]) -> bool:
-    try:
-        ipaddress.ip_address(endpoint[0])
-    except ValueError:
-        return False
-    return True
-
-
 def picker_problem(pool: dict, revision: Revision, inventory: Inventory) -> str | None:
     """Why the pool's endpoint picker reference cannot be followed; None when it can (or there is none)."""
     ref = revision.picker_ref(pool)
@@ -397,17 +388,16 @@ def translate_pool(pool: dict, revision: Revision, inventory: Inventory, options
     ref = revision.picker_ref(pool)
     if ref is None:
         return out
-    picker_endpoints = service_endpoints(k[0], ref.name, ref.port, inventory)
+    picker_endpoints, discovery = service_endpoints(k[0], ref.name, ref.port, inventory), "STATIC"
     if problem := picker_problem(pool, revision, inventory):
         svc = inventory.services.get((k[0], ref.name)) or {}
         if not (faults.on("follow-externalname-picker") and svc.get("type") == "ExternalName"):
             out.problem = problem
             return out
-        picker_endpoints = [(svc["externalName"], ref.port)]
+        picker_endpoints, discovery = [(svc["externalName"], ref.port)], "STRICT_DNS"  # a name, or an IP as itself
     epp_name = epp_cluster_name(group, k)
     out.epp_cluster = {
-        "@type": _CLUSTER, "name": epp_name, "type": "STATIC" if all(map(_is_ip, picker_endpoints)) else "STRICT_DNS",
-        "connect_timeout": "1s",
+        "@type": _CLUSTER, "name": epp_name, "type": discovery, "connect_timeout": "1s",
         "typed_extension_protocol_options": _http2(),
         "load_assignment": _load_assignment(epp_name, picker_endpoints),
         # With bodies FULL_DUPLEX_STREAMED, Envoy can fail open only until the first body chunk is handed
@@ -577,7 +567,7 @@ def _created(obj: dict) -> str:
     return (obj.get("metadata") or {}).get("creationTimestamp") or ""
 
 
-def _parents(route: dict, world: World, addresses: dict[Key, str]) -> list[tuple[dict, Key]]:
+def _parents(route: dict, addresses: dict[Key, str]) -> list[tuple[dict, Key]]:
     """The route's (parentRef, Gateway key) pairs: those its parentRefs name."""
     refs = list(route_parent_refs(route))
     if faults.on("routes-on-every-gateway"):  # and every other addressed Gateway of a named one's namespace
@@ -602,7 +592,7 @@ def translate(world: World, inventory: Inventory, addresses: dict[Key, str], opt
     for rk, route in sorted(world.routes.items()):
         if terminating(route):
             continue
-        for ref, gk in _parents(route, world, addresses):
+        for ref, gk in _parents(route, addresses):
             gw = world.gateways.get(gk)
             if gk not in addresses or not world.gateway_is_ours(gw):
                 continue
