@@ -115,6 +115,30 @@ class _CA:
         return key, builder.sign(self.key, hashes.SHA256())
 
 
+def self_signed_server(directory: Path, cn: str) -> KeyPair:
+    """A self-signed serving certificate for `cn` as `tls.crt` and `tls.key` in `directory` (the names a
+    kubernetes.io/tls Secret mounts), for a server whose clients do not verify it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    pair = KeyPair(directory / "tls.crt", directory / "tls.key")
+    _write_private(pair.cert, _cert_pem(cert))
+    _write_private(pair.key, _key_pem(key))
+    return pair
+
+
 def generate(directory: Path) -> ClusterPKI:
     """Create all credentials of one cluster in `directory` (which must be private)."""
     ca = _CA()

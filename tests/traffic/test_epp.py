@@ -11,6 +11,7 @@ polls the pod's /metrics on its pod address, which exists only inside the sandbo
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import time
@@ -21,12 +22,15 @@ import pytest
 import yaml
 from kubernetes import config
 
+from conformance.cluster import pki
 from conformance.cluster.binary import BuildError
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.kube import ApiError, Kube
 from conformance.revisions import REVISIONS
 from conformance.traffic import epp, netns
 from conformance.traffic.bridge import ApiBridge, Bridge
+from conformance.traffic.embedded import epp_program
+from conformance.traffic.kubelet import Container
 from conformance.traffic.netns import Sandbox, start_process
 
 pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
@@ -118,6 +122,30 @@ def test_launch_runs_it_as_upstreams_conformance_deployment(tmp_path):
                        binary="/bin/epp", grpc_port=9012, health_port=9013, metrics_port=9091)
     assert other.config_file != run.config_file and "9012" in other.argv and "9013" in other.argv
     assert other.argv[other.argv.index("--pool-group") + 1] == "inference.networking.x-k8s.io"
+
+
+@pytest.mark.parametrize(("args", "cert_path"), [
+    ([], "CERTS"),  # serves TLS, names no certificate: it gets the one made for the data plane
+    (["--secure-serving=false"], None),  # plain h2c: no certificate at all
+    (["--cert-path=/certs"], "MOUNTED"),  # its own certificate, from its own volume, is kept
+])
+def test_the_kubelet_gives_a_tls_epp_a_ready_certificate(tmp_path, args, cert_path):
+    mounted = tmp_path / "volume"
+    pod = {"metadata": {"name": "endpoint-picker", "namespace": "ns"}}
+    spec = {"name": "epp", "image": "epp", "args": ["--pool-name=pool", "--config-file=/config/plugins.yaml", *args]}
+    container = Container(pod, spec, "10.244.0.9", "10.245.255.1", {},
+                          {"/config": tmp_path / "config", "/certs": mounted})
+    run = epp_program("/bin/epp", "kubeconfig", str(tmp_path / "certs"))(container)
+    given = [a.partition("=")[2] for a in run.argv if a.startswith("--cert-path")]
+    wanted = {"CERTS": [str(tmp_path / "certs")], "MOUNTED": ["/certs"], None: []}[cert_path]
+    assert given == wanted, run.argv
+    assert f"--config-file={tmp_path / 'config' / 'plugins.yaml'}" in run.argv
+
+
+def test_the_data_planes_certificate_is_one_the_epp_loads(tmp_path):
+    pair = pki.self_signed_server(tmp_path, "endpoint-picker")
+    assert (pair.cert.name, pair.key.name) == ("tls.crt", "tls.key")  # the names --cert-path reads
+    ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(pair.cert, pair.key)  # a matching pair
 
 
 def test_a_missing_go_is_one_line(tmp_path, monkeypatch):
