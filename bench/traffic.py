@@ -89,12 +89,13 @@ def latency(n: int) -> list[float]:
                            .get("status") or {}).get("addresses"):
                     time.sleep(0.1)
                 gw = kube.get("gateway.networking.k8s.io/v1", "Gateway", "gateway", namespace=ns)
-                target = plane.routes()[f"{gw['status']['addresses'][0]['value']}:80"]
+                target = f"{gw['status']['addresses'][0]['value']}:80"
                 pod = None
                 while not (pod and pod.get("status", {}).get("podIP")):
                     pod = kube.get("v1", "Pod", "model-server-0", namespace=ns)
                     time.sleep(0.1)
-                send = lambda: client.post(target, headers={client.SELECTION_HEADER: pod["status"]["podIP"]})  # noqa: E731
+                send = lambda: client.post(target, headers={client.SELECTION_HEADER: pod["status"]["podIP"]},  # noqa: E731
+                                           via=plane.routes()[target])
                 client.until_consistent(send, lambda a: None if a.status == 200 else "wanted 200", what="warm",
                                         timeout=60)
                 times = []

@@ -20,7 +20,7 @@ certificate, its `server:` address) works unchanged inside.
 - `Bridge.into(sandbox, port)`: a loopback port of the machine, reachable inside at the same address.
   `ApiBridge(sandbox, server_url)` is that for the API server.
 - `Bridge.out_of(sandbox, port, host=...)`: a port inside (on loopback or a pod address), reachable
-  from a loopback port of the machine.
+  from a loopback port of the machine, or from its unix socket (`.socket`) directly.
 
 The end outside only ever listens on or connects to loopback addresses, so a bridge can never be a
 way out of the sandbox to the network. A bridge is a context manager; `close()` stops the thread,
@@ -276,13 +276,20 @@ class Bridge:
         self.close()
 
     @property
+    def socket(self) -> str | None:
+        """The unix socket between the two ends (None when stopped). For listen="outside" the end inside
+        accepts on it: a client on the machine may connect to it directly and reach `inside` with one
+        byte pump fewer, and no thread of the suite's process per connection."""
+        return os.path.join(self.dir, "socket") if self.dir else None
+
+    @property
     def outside_url(self) -> str:
         host, port = self.outside
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def start(self) -> Bridge:
         self.dir = tempfile.mkdtemp(prefix="ipc-bridge-")  # mode 0700: the socket is the suite's alone
-        unix = f"unix:{os.path.join(self.dir, 'socket')}"
+        unix = f"unix:{self.socket}"
         try:
             if self.listen == "inside":
                 # The suite's end first: the process inside forwards to it from its first connection on.

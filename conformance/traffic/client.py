@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -55,12 +56,33 @@ class Answer:
         return f"HTTP {self.status}{who}{text}"
 
 
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket (a bridge's, into the embedded cluster's network sandbox)."""
+
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def _connection(where: str, timeout: float) -> http.client.HTTPConnection:
+    if where.startswith("unix:"):
+        return _UnixConnection(where.removeprefix("unix:"), timeout)
+    address, _, port = where.rpartition(":")
+    return http.client.HTTPConnection(address.strip("[]"), int(port), timeout=timeout)
+
+
 def post(target: str, *, host: str = "", path: str = "/", headers: Mapping[str, str] | None = None,
-         body: Mapping | None = None, timeout: float = 10.0) -> Answer:
-    """POST a JSON body to `target` ("address:port"); connection failures come back as status 0."""
-    address, _, port = target.rpartition(":")
+         body: Mapping | None = None, timeout: float = 10.0, via: str | None = None) -> Answer:
+    """POST a JSON body to `target` ("address:port"), connecting to `via` instead when given ("address:port"
+    or "unix:PATH": how this machine reaches that address); connection failures come back as status 0."""
+    address = target.rpartition(":")[0]
     payload = json.dumps(BODY if body is None else body).encode()
-    conn = http.client.HTTPConnection(address.strip("[]"), int(port), timeout=timeout)
+    conn = _connection(via or target, timeout)
     try:
         conn.request("POST", path, body=payload, headers={
             "Host": host or address, "Content-Type": "application/json", **(headers or {})})

@@ -144,8 +144,10 @@ class DataPlane:
         return self
 
     def routes(self) -> dict[str, str]:
-        """Where the machine reaches each Gateway address: "10.245.0.1:80" -> "127.0.0.1:<port>"."""
-        return {inside: f"{b.outside[0]}:{b.outside[1]}" for inside, b in self.exits.items()}
+        """Where the machine reaches each Gateway address: "10.245.0.1:80" -> "unix:<its bridge's socket>"
+        (`client.post(..., via=)`). The socket, not the bridge's loopback port, so that a request crosses
+        one byte pump (the bridge's process inside), not two."""
+        return {inside: f"unix:{b.socket}" for inside, b in self.exits.items()}
 
     def placeholders(self) -> dict[str, str]:
         """What --implementation-command may name: the Envoy config directory and the Gateway addresses."""

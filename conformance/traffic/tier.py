@@ -46,7 +46,7 @@ def _ready(pod: dict | None) -> bool:
 @dataclass
 class Traffic:
     topology: Topology
-    routes: dict[str, str]  # Gateway "address:port" -> where this process connects for it ({} : as is)
+    routes: dict[str, str]  # Gateway "address:port" -> where this process connects for it ({}: as is)
     model_server_image: str
     epp_image: str
     sentinel_image: str = DEFAULT_SENTINEL_IMAGE
@@ -169,8 +169,7 @@ class Traffic:
                       expected="status.addresses has the Gateway's address",
                       guard=self.topology.implementation_alive)
         address = gw["status"]["addresses"][0]["value"]
-        inside = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-        return self.routes.get(inside, inside)
+        return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
     def ready_pods(self, *names: str) -> dict[str, str]:
         """{pod IP: pod name} of these Pods (default: the topology's model servers), once each is Ready."""
@@ -202,7 +201,7 @@ class Traffic:
     def send(self, target: str, *, pick: str | None = None, path: str = "/", **kw):
         """A function that POSTs one request (steered to `pick`, IP or IP:port, when given)."""
         headers = {client.SELECTION_HEADER: pick} if pick else {}
-        return lambda: client.post(target, path=path, headers=headers, **kw)
+        return lambda: client.post(target, path=path, headers=headers, via=self.routes.get(target), **kw)
 
     def many(self, send, n: int = 100, concurrency: int = 10) -> list:
         """n answers, `concurrency` at a time (upstream: 100 requests, 10 at a time)."""

@@ -198,6 +198,13 @@ def test_a_listener_on_a_pod_address_is_reached_from_a_loopback_port(sandbox):
             for _ in range(3):
                 with socket.create_connection((host, port), timeout=5) as conn:
                     assert conn.recv(100) == f"served by {POD}".encode()
+            # Its unix socket reaches the same listener, with no pump of the suite's in between.
+            before = bridge.accepted
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.settimeout(5)
+                conn.connect(bridge.socket)
+                assert conn.recv(100) == f"served by {POD}".encode()
+            assert bridge.accepted == before
             # The pod address itself is still not on the machine.
             with socket.socket() as s, pytest.raises(OSError):
                 s.bind((POD, 0))

@@ -74,12 +74,12 @@ def _exists(kube: Kube, api_version: str, kind: str, name: str, ns: str):
     return kube.get(api_version, kind, name, namespace=ns)
 
 
-def gateway_target(kube: Kube, plane: DataPlane) -> str:
+def gateway_target(kube: Kube) -> str:
     def address():
         gw = _exists(kube, "gateway.networking.k8s.io/v1", "Gateway", "gateway", NS) or {}
         addrs = (gw.get("status") or {}).get("addresses") or []
         return addrs[0]["value"] if addrs else None
-    return plane.routes()[f"{wait(address, 'the Gateway address')}:80"]
+    return f"{wait(address, 'the Gateway address')}:80"
 
 
 def ready_pods(kube: Kube) -> dict[str, str]:
@@ -94,11 +94,12 @@ def ready_pods(kube: Kube) -> dict[str, str]:
 
 def test_requests_follow_the_picker_and_fail_as_the_pool_says(live):
     kube, plane = live
-    target = gateway_target(kube, plane)
+    target = gateway_target(kube)
     pods = ready_pods(kube)
 
     def steered(ip):
-        return lambda: client.post(target, path="/v1/completions", headers={client.SELECTION_HEADER: ip})
+        return lambda: client.post(target, path="/v1/completions", headers={client.SELECTION_HEADER: ip},
+                                   via=plane.routes()[target])
 
     # T1 + T2: each Pod, picked, serves; the test EPP names the endpoint the gateway says served.
     for ip, name in pods.items():
