@@ -56,7 +56,7 @@ class Answer:
         return f"HTTP {self.status}{who}{text}"
 
 
-class _UnixConnection(http.client.HTTPConnection):
+class UnixHTTPConnection(http.client.HTTPConnection):
     """HTTP over a unix socket (a bridge's, into the embedded cluster's network sandbox)."""
 
     def __init__(self, path: str, timeout: float):
@@ -71,7 +71,7 @@ class _UnixConnection(http.client.HTTPConnection):
 
 def _connection(where: str, timeout: float) -> http.client.HTTPConnection:
     if where.startswith("unix:"):
-        return _UnixConnection(where.removeprefix("unix:"), timeout)
+        return UnixHTTPConnection(where.removeprefix("unix:"), timeout)
     address, _, port = where.rpartition(":")
     return http.client.HTTPConnection(address.strip("[]"), int(port), timeout=timeout)
 

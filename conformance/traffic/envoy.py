@@ -39,7 +39,6 @@ import importlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -47,6 +46,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .client import UnixHTTPConnection
 from .netns import Sandbox, start_process
 
 ENVOY_VERSION = "1.40.0"
@@ -160,17 +160,6 @@ def _reason(output: str) -> str:
     return " | ".join(line for line in lines if line.strip())[-2000:] or "(no output)"
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self._path)
-
-
 class Envoy:
     """One Envoy inside a sandbox, configured by the lds.json and cds.json files in `config_dir`.
 
@@ -246,7 +235,7 @@ class Envoy:
 
     def admin(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
         """GET `path` from the admin interface: (HTTP status, body)."""
-        conn = _UnixConnection(str(self.admin_socket), timeout)
+        conn = UnixHTTPConnection(str(self.admin_socket), timeout)
         try:
             conn.request("GET", path)
             resp = conn.getresponse()
