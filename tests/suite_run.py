@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,6 +43,7 @@ class SuiteRun:
     returncode: int
     outcomes: dict[str, str]  # test id under conformance/tests/ ("test_x.py::test_y[api-p]") -> outcome
     output: str
+    seconds: dict[str, float] = field(default_factory=dict)  # test id -> its time in the JUnit XML
 
     def with_outcome(self, outcome: str) -> set[str]:
         """The ids of the tests with this outcome."""
@@ -55,17 +56,24 @@ def clean_env() -> dict[str, str]:
             if not k.startswith(("PYTEST_", "KUBECONFIG")) and k != "PYTHONBREAKPOINT"}
 
 
+def _test_id(case: ET.Element) -> str:
+    return f"{case.get('classname', '').rsplit('.', 1)[-1]}.py::{case.get('name')}"
+
+
+def junit_seconds(path: Path) -> dict[str, float]:
+    return {_test_id(case): float(case.get("time") or 0) for case in ET.parse(path).getroot().iter("testcase")}
+
+
 def junit_outcomes(path: Path) -> dict[str, str]:
     outcomes = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        module = case.get("classname", "").rsplit(".", 1)[-1]
         if case.find("failure") is not None or case.find("error") is not None:
             outcome = FAILED
         elif case.find("skipped") is not None:
             outcome = SKIPPED
         else:
             outcome = PASSED
-        test_id = f"{module}.py::{case.get('name')}"
+        test_id = _test_id(case)
         # A test that fails in its teardown is listed twice; the failure wins.
         if outcomes.get(test_id) != FAILED:
             outcomes[test_id] = outcome
@@ -80,17 +88,19 @@ def without_traffic(args: list[str]) -> list[str]:
     return list(args)
 
 
-def run_suite(args: list[str], results_dir: Path, timeout: float = 900) -> SuiteRun:
-    """Run `pytest args...` in the checkout; results (JUnit, Allure, HTML) go to `results_dir`.
+def run_suite(args: list[str], results_dir: Path, timeout: float = 900, env: dict[str, str] | None = None) -> SuiteRun:
+    """Run `pytest args...` in the checkout (`env`: more environment); results (JUnit, Allure, HTML) go to
+    `results_dir`.
 
     With --kubeconfig the traffic tier is left out (--skip-traffic): the clusters these tests start run no
     Pods and no data plane unless the suite hosts them (the embedded default, tests/traffic/)."""
     done = subprocess.run([*PYTEST, f"--results-dir={results_dir}", *without_traffic(args)],
-                          cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=timeout)
+                          cwd=REPO, env={**clean_env(), **(env or {})}, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
     junit = results_dir / "junit.xml"  # the suite's default place for it
-    outcomes = junit_outcomes(junit) if junit.exists() else {}
-    return SuiteRun(done.returncode, outcomes, done.stdout + done.stderr)
+    if not junit.exists():
+        return SuiteRun(done.returncode, {}, done.stdout + done.stderr)
+    return SuiteRun(done.returncode, junit_outcomes(junit), done.stdout + done.stderr, junit_seconds(junit))
 
 
 def start_reference(kubeconfig: Path, log: Path, revision: str, faults: list[str] = (),

@@ -10,10 +10,11 @@ GatewayClass (`--install-gateway-class`), and the suite waits for it. Only the t
 for the GA API (whose pools upstream's test EPP reads).
 
 tests/fault_catches.yaml (`traffic:`) says which tests must fail for each fault; every other test
-must pass. A baseline run with no fault must pass whole, and each benign behaviour (`benign:`) must
-pass whole with the default timeouts, its implementation log showing that it acted. Fault runs, and
-the baseline, get a shorter MaxTimeToConsistency (a fault makes a check wait it out). Two runs at a
-time: each starts its own control plane, Envoy, upstream's EPP and model servers.
+must pass. A baseline run with no fault must pass whole, and so must each benign entry (`benign:`)
+with the default timeouts, showing that it acted: a behaviour of the implementation, or a condition of
+the run (`environment:`, such as every endpoint picker answering late: conformance/traffic/delay.py).
+Fault runs, and the baseline, get a shorter MaxTimeToConsistency (a fault makes a check wait it out).
+Two runs at a time: each starts its own control plane, Envoy, upstream's EPP and model servers.
 """
 
 from __future__ import annotations
@@ -43,8 +44,27 @@ CLASS = "traffic-meta"
 SLOTS = 2  # runs side by side
 SLOW_SECONDS = 3  # slow-dataplane: well inside MaxTimeToConsistency (30 s)
 FAULT_TIMEOUTS = "MaxTimeToConsistency:10"
-# What a benign run's log must show, so that a run that passes did exercise the behaviour.
-EVIDENCE = {"slow-dataplane": ("a change taken up late", re.compile(r"taking the change up \d+s late"))}
+# A benign entry with `environment` is a condition of the run, not a behaviour of the implementation.
+ENVIRONMENTS: dict[str, dict[str, str]] = {name: e["environment"] for name, e in BENIGN.items() if "environment" in e}
+WEIGHTED = "test_weighted_pools.py::test_weighted_pools[v1]"
+
+
+def _late_answers(verdict: Verdict) -> bool:
+    # Every request waits for at least one answer of the picker: N requests, 10 at a time.
+    from conformance.tests.test_weighted_pools import N
+
+    delay = float(ENVIRONMENTS["slow-picker"]["IPC_EPP_DELAY"])
+    return verdict.run.seconds.get(WEIGHTED, 0) >= N / 10 * delay
+
+
+# What a benign run must show, so that a run that passes did exercise the behaviour: a line of the
+# implementation's log, or what the run took.
+EVIDENCE = {
+    "slow-dataplane": ("a change taken up late",
+                       lambda v: bool(re.search(r"taking the change up \d+s late", v.log))),
+    "slow-picker": (f"{WEIGHTED} taking as long as its requests' late answers",
+                    _late_answers),
+}
 
 
 def traffic_tests() -> list[str]:
@@ -98,8 +118,8 @@ class Verdict:
                 self.run)
         if self.job.behaviour in EVIDENCE:
             what, shown = EVIDENCE[self.job.behaviour]
-            if not shown.search(self.log):
-                return f"passed, but its log shows no {what}: the behaviour was not exercised"
+            if not shown(self):
+                return f"passed, but shows no {what}: the behaviour was not exercised"
         return ""
 
 
@@ -118,14 +138,14 @@ def judge(slot: Path, job: Job) -> Verdict:
                "--log-file", str(log)]
     if job.fault:
         command += ["--fault", job.fault]
-    if job.behaviour:
+    if job.behaviour and job.behaviour not in ENVIRONMENTS:
         command += ["--behaviour", job.behaviour, "--slow-seconds", str(SLOW_SECONDS)]
     args = [*(f"conformance/tests/{t}" for t in traffic_tests()), "--api-revision", GA, "--gateway-class", CLASS,
             "--implementation-command", " ".join(command), "-p", "no:allure_pytest"]
     if not job.behaviour:
         args += ["--timeout-config-overrides", FAULT_TIMEOUTS]
     started = time.monotonic()
-    run = run_suite(args, results, timeout=600)
+    run = run_suite(args, results, timeout=600, env=ENVIRONMENTS.get(job.behaviour))
     return Verdict(job, run, time.monotonic() - started, log.read_text(errors="replace") if log.exists() else "")
 
 
@@ -139,8 +159,9 @@ def jobs() -> list[Job]:
 
 def test_yaml_lists_every_traffic_fault_and_behaviour():
     assert sorted(EXPECTED) == sorted(faults.TRAFFIC), "fault_catches.yaml traffic: must list every data-plane fault"
-    assert sorted(BENIGN) == sorted(behaviours.TRAFFIC), (
+    assert sorted(BENIGN.keys() - ENVIRONMENTS.keys()) == sorted(behaviours.TRAFFIC), (
         "fault_catches.yaml traffic: benign: must list every data-plane behaviour")
+    assert all(name in EVIDENCE for name in BENIGN), "every benign run needs its EVIDENCE"
     tests = {t.removesuffix(".py") for t in traffic_tests()}
     for fault, entry in EXPECTED.items():
         assert set(entry) <= {"caught_by", "may_fail"} and entry["caught_by"], (

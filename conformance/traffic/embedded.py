@@ -25,12 +25,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..cluster import pki
 from ..options import DEFAULT_EPP_IMAGE, DEFAULT_SENTINEL_IMAGE
+from . import delay as slow
 from . import epp
 from .bridge import ApiBridge, Bridge
 from .envoy import Envoy
@@ -43,9 +45,10 @@ TRAFFIC_LABEL = "inference-conformance/traffic"
 # The addresses the gateway may give its Gateways (one each): on the sandbox's lo, nowhere else.
 GATEWAY_ADDRESSES = tuple(f"10.245.0.{i}" for i in range(1, 9))
 GATEWAY_PORT = 80  # the traffic manifests' Gateway listener port
+EPP_DELAY_ENV = "IPC_EPP_DELAY"  # seconds: every EPP answers that late (a slow picker; see delay.py)
 
 
-def epp_program(binary: str, kubeconfig: str, cert_dir: str | None = None) -> callable:
+def epp_program(binary: str, kubeconfig: str, cert_dir: str | None = None, delay: float = 0.0) -> callable:
     """The kubelet's program for the EPP image: upstream's EPP binary with the container's own arguments,
     its --config-file mapped to the file the kubelet wrote from the ConfigMap, and the cluster's
     kubeconfig (a Pod would read its ServiceAccount instead).
@@ -53,6 +56,10 @@ def epp_program(binary: str, kubeconfig: str, cert_dir: str | None = None) -> ca
     With `cert_dir` (tls.crt and tls.key), an EPP that serves TLS and names no certificate of its own gets
     `--cert-path` to it: otherwise every EPP makes a self-signed 4096-bit RSA key as it starts, which
     costs 0.2-2.6 s of CPU on this kind of machine, each time. Its clients do not verify it either way.
+
+    With `delay` (seconds, more than 0) the EPP is a slow one: it runs behind `conformance.traffic.delay`,
+    which listens on its gRPC port and passes each of its answers on that much later; the EPP itself
+    listens on that port plus delay.TARGET_OFFSET.
     """
 
     def run(c: Container) -> Launch:
@@ -77,8 +84,15 @@ def epp_program(binary: str, kubeconfig: str, cert_dir: str | None = None) -> ca
             args.append(f"--cert-path={cert_dir}")
         if c.spec.get("command"):
             raise Unsupported(f"container {c.name}: a command other than the EPP's own is not supported here")
-        return Launch(argv=[binary, *args], env={"KUBECONFIG": kubeconfig}, files=files,
-                      ports=[ports.get("--grpc-port", epp.GRPC_PORT), ports.get("--grpc-health-port", epp.HEALTH_PORT)])
+        grpc_port = ports.get("--grpc-port", epp.GRPC_PORT)
+        argv = [binary, *args]
+        if delay > 0:
+            hidden = grpc_port + slow.TARGET_OFFSET
+            argv = [sys.executable, "-I", "-S", slow.__file__, "--port", str(grpc_port), "--target", str(hidden),
+                    "--seconds", f"{delay:g}", "--",
+                    binary, *(a for a in args if not a.startswith("--grpc-port")), f"--grpc-port={hidden}"]
+        return Launch(argv=argv, env={"KUBECONFIG": kubeconfig}, files=files,
+                      ports=[grpc_port, ports.get("--grpc-health-port", epp.HEALTH_PORT)])
 
     return run
 
@@ -89,7 +103,7 @@ class DataPlane:
     def __init__(self, server_url: str, kubeconfig: str | os.PathLike, *, model_server_image: str,
                  epp_image: str = DEFAULT_EPP_IMAGE, sentinel_image: str = DEFAULT_SENTINEL_IMAGE,
                  gateway_addresses: Sequence[str] = GATEWAY_ADDRESSES, gateway_port: int = GATEWAY_PORT,
-                 progress=None):
+                 epp_delay: float | None = None, progress=None):
         self.server_url = server_url
         self.kubeconfig = str(kubeconfig)
         self.model_server_image = model_server_image
@@ -97,6 +111,8 @@ class DataPlane:
         self.sentinel_image = sentinel_image
         self.gateway_addresses = tuple(gateway_addresses)
         self.gateway_port = gateway_port
+        # A slow picker (`epp_program`'s delay): the meta-test's benign run sets IPC_EPP_DELAY.
+        self.epp_delay = float(os.environ.get(EPP_DELAY_ENV) or 0) if epp_delay is None else epp_delay
         self.progress = progress
         self.dir: Path | None = None
         self.sandbox: Sandbox | None = None
@@ -129,7 +145,7 @@ class DataPlane:
             self.kubelet.register(self.model_server_image, model_server)
             cert = pki.self_signed_server(self.dir / "epp-tls", "endpoint-picker")
             self.kubelet.register(image_repository(self.epp_image),
-                                  epp_program(str(binary), self.kubeconfig, str(cert.cert.parent)))
+                                  epp_program(str(binary), self.kubeconfig, str(cert.cert.parent), self.epp_delay))
             self.kubelet.register(image_repository(self.sentinel_image), sentinel)
             self.kubelet.start()
             self.envoy = Envoy(self.sandbox, self.envoy_dir)
