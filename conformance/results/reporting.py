@@ -42,6 +42,7 @@ from .artifacts import Facts
 from .report import Phase, ProfileTest, key_of
 
 FACTS_KEY = "ipc_facts"  # in xdist's workeroutput
+TESTS_KEY = "ipc_tests"  # in xdist's workeroutput: what the worker collected (before deselection), as JSON
 GATEWAYS_CRD = "gateways.gateway.networking.k8s.io"
 BUNDLE_VERSION = "gateway.networking.k8s.io/bundle-version"
 CHANNEL = "gateway.networking.k8s.io/channel"
@@ -131,6 +132,7 @@ class ReportPlugin:
         self.started: set[str] = set()
         self.facts: Facts | None = None
         self.worker_facts: list[Facts] = []
+        self.worker_tests: list[ProfileTest] | None = None
         self._inventory_proc = None
         self.lines: list[str] = []
 
@@ -158,6 +160,8 @@ class ReportPlugin:
                           "conformance": (info.tier,), "nodeid": (item.nodeid,), "run": (self.run_id,)}
                 for label_type, values in labels.items():
                     item.add_marker(pytest.mark.allure_label(*values, label_type=label_type))
+        if self.worker:
+            self.config.workeroutput[TESTS_KEY] = inventory.to_json(list(self.profile_tests.values()))
 
     def pytest_deselected(self, items) -> None:
         self.deselected.update(key_of(i.nodeid) for i in items)
@@ -253,9 +257,11 @@ class ReportPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
-        data = (getattr(node, "workeroutput", None) or {}).get(FACTS_KEY)
-        if data:
+        output = getattr(node, "workeroutput", None) or {}
+        if data := output.get(FACTS_KEY):
             self.worker_facts.append(Facts.from_dict(data))
+        if self.worker_tests is None and (tests := output.get(TESTS_KEY)):
+            self.worker_tests = inventory.from_json(tests)
 
     def run_facts(self) -> Facts:
         self._capture_facts()
@@ -267,9 +273,14 @@ class ReportPlugin:
 
     # -- outcomes ----------------------------------------------------------------------
 
+    @property
+    def _xdist_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        xdist_controller = self.config.pluginmanager.has_plugin("dsession")
-        if self.publish and (self.scope == "partial" or xdist_controller):
+        # A pytest-xdist controller collects nothing itself: a run of the whole suite gets the list from
+        # its workers (each collects all of it), one of a part from a collection of its own.
+        if self.publish and self.scope == "partial":
             self._inventory_proc = inventory.start(self.config.rootpath)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
@@ -297,6 +308,10 @@ class ReportPlugin:
     def _inventory(self) -> tuple[list[ProfileTest], list[str]]:
         """Every test of the profile, and notes when the list is not complete."""
         notes = []
+        if self._inventory_proc is None and self._xdist_controller:
+            if self.worker_tests is not None:
+                return self._with_ran(list(self.worker_tests)), notes
+            self._inventory_proc = inventory.start(self.config.rootpath)  # no worker said: collect it now
         if self._inventory_proc is not None:
             tests, problem = inventory.finish(self._inventory_proc)
             if tests is None:
@@ -308,13 +323,17 @@ class ReportPlugin:
                                              "the whole list could not be collected)", tier="core"))
         else:
             tests = list(self.profile_tests.values())
+        return self._with_ran(tests), notes
+
+    def _with_ran(self, tests: list[ProfileTest]) -> list[ProfileTest]:
+        """`tests`, and every test that ran and is not among them (a test that ran is counted, listed or not)."""
         known = {t.key for t in tests}
-        for key, rec in self.records.items():  # a test that ran is counted, listed or not
+        for key, rec in self.records.items():
             if key not in known and rec.properties.get("conformance") in ("core", "extended"):
                 tests.append(ProfileTest(key=key, name=cr.short_name(rec.nodeid),
                                          tier=rec.properties["conformance"],
                                          rules=tuple(rec.properties.get("rule", "").split())))
-        return tests, notes
+        return tests
 
     def _not_run_notes(self, tests: list[ProfileTest], outcomes: dict,
                        exitstatus: int) -> tuple[dict[str, str], list[str]]:
