@@ -48,12 +48,14 @@ def leftovers() -> list[str]:
     return found
 
 
-def suite_run() -> tuple[float, bool, str]:
+def suite_run() -> tuple[float, bool, list[str]]:
     with tempfile.TemporaryDirectory() as results:
         t = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-k", TESTS,
                                f"--results-dir={results}"], cwd=REPO, capture_output=True, text=True)
-        return time.monotonic() - t, done.returncode == 0, done.stdout.strip().splitlines()[-1]
+        lines = done.stdout.strip().splitlines()
+        failures = [line[:300] for line in lines if line.startswith(("FAILED", "ERROR"))] or lines[-1:]
+        return time.monotonic() - t, done.returncode == 0, failures
 
 
 def latency(n: int) -> list[float]:
@@ -118,16 +120,19 @@ def main() -> None:
     args = ap.parse_args()
     walls = []
     for _ in range(args.runs):
-        wall, ok, last = suite_run()
+        wall, ok, why = suite_run()
         if not ok:
-            sys.exit(f"the traffic tests failed: {last}")
+            sys.exit("the traffic tests failed: " + "\n  ".join(why))
         walls.append(wall)
     ms = latency(args.requests)
-    flakes, left = 0, []
-    for _ in range(args.repeat):
+    flakes, left, failures = 0, [], []
+    for i in range(args.repeat):
         before = set(leftovers())  # what other jobs on the machine hold is not this run's
-        _, ok, _ = suite_run()
-        flakes += not ok
+        _, ok, why = suite_run()
+        if not ok:
+            flakes += 1
+            failures += [f"run {i + 1}: {line}" for line in why]
+            print(*failures[-len(why):], sep="\n", flush=True)
         left += sorted(set(leftovers()) - before)
     w, lat = summary(walls), summary(ms)
     rows = [("traffic tests, start to exit (pytest -n 2)",
@@ -137,7 +142,7 @@ def main() -> None:
     if args.repeat:
         rows.append((f"{args.repeat} runs in a row", f"{flakes} failed; left behind: {len(left)} {left[:3]}"))
     report("traffic", rows, {"wall": w, "latency_ms": lat, "repeat": args.repeat, "flakes": flakes,
-                             "leftovers": left})
+                             "leftovers": left, "failures": failures})
 
 
 if __name__ == "__main__":
