@@ -28,6 +28,9 @@ class TimeoutConfig:
     # Ours, not upstream's: how long a wrong answer of the implementation must
     # stand still before a status wait ends early (at least; see docs/waiting.md).
     StatusSettleWindow: float = 5
+    # Ours: how long a traffic behaviour that must last (FailClose with the
+    # picker gone) is watched once it has begun (docs/traffic.md).
+    TrafficHoldWindow: float = 2
 
     def with_overrides(self, spec: str) -> TimeoutConfig:
         """Apply `Name:seconds;Name:seconds`; ValueError names the bad part."""

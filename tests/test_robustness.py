@@ -79,9 +79,18 @@ def test_api_server_killed_and_restarted_mid_run(live_cluster, tmp_path):
 
 
 def _children(pid: int) -> list[int]:
+    """Every descendant of pid; a process that exits while it is being read simply has none."""
     out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
             out += [int(child), *_children(int(child))]
     return out
 

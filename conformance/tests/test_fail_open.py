@@ -12,7 +12,7 @@ def test_fail_open(traffic):
     ip = next(iter(pods))
     traffic.consistently(traffic.send(target, pick=ip), lambda a: None if a.status == 200 else "wanted 200",
                          what="a request steered to a Pod, the picker up")
-    traffic.topology.delete("Pod", "endpoint-picker")
+    traffic.remove_picker()
     traffic.consistently(traffic.send(target, pick=ip),
                          lambda a: None if a.status == 200 and a.pod in pods.values()
                          else f"wanted 200 from one of {sorted(pods.values())}",

@@ -36,7 +36,7 @@ def test_not_ready_pod(traffic):
     all_served_by_others(traffic.send(target, pick=",".join(sorted(pods))),
                          f"requests naming every Pod of the pool after {gone} turned NotReady")
 
-    traffic.topology.delete("Pod", "endpoint-picker")  # FailOpen: the gateway picks, among the Ready Pods
+    traffic.remove_picker()  # FailOpen: the gateway picks, among the Ready Pods
     unsteered = traffic.send(target)
     traffic.consistently(unsteered, lambda a: None if a.status == 200 and a.pod in others
                          else f"wanted 200 from one of the Ready Pods {others}",

@@ -127,3 +127,21 @@ def until_consistent(send: Callable[[], Answer], check: Callable[[Answer], str |
             raise NotConsistent(f"{what}: {problem} ({which}: {wrong.describe()}; waited {timeout:g}s "
                                 f"for {times} consistent answers)")
         time.sleep(0.05 if verdict else 0)
+
+
+def holds(send: Callable[[], Answer], check: Callable[[Answer], str | None], *, what: str, seconds: float,
+          pause: float = 0.05) -> int:
+    """Send for `seconds`, one request every `pause` seconds at most; every answer must pass `check`.
+    Returns how many were sent. For a behaviour that must last, not only begin: a wrong answer that
+    comes once the gateway has caught up is a failure however many right ones came before it."""
+    start = time.monotonic()
+    sent = 0
+    while True:
+        answer = send()
+        sent += 1
+        if problem := check(answer):
+            raise NotConsistent(f"{what}: {problem} (answer {sent}, {time.monotonic() - start:.1f}s into a "
+                                f"{seconds:g}s watch, {sent - 1} right before it: {answer.describe()})")
+        if time.monotonic() - start >= seconds:
+            return sent
+        time.sleep(pause)

@@ -33,6 +33,7 @@ TWO_POOLS = "two-pools.yaml"
 POOLS = {"primary": ("primary-0", "primary-1"), "secondary": ("secondary-0", "secondary-1")}
 TWO_POOLS_ROUTING = ("Gateway/gateway", "Gateway/secondary-gateway", "HTTPRoute/rules", "HTTPRoute/weighted",
                      "HTTPRoute/to-primary", "HTTPRoute/to-secondary")
+PICKER = "endpoint-picker"  # the endpoint picker's Pod in the manifests of one pool
 SENTINEL = "sentinel"  # the Pod of manifests/traffic/externalname-picker.yaml whose containers exit on a connection
 WITNESS = "witness"  # its container (and Service, and HTTPRoute) that the test itself connects to, last
 
@@ -172,11 +173,16 @@ class Traffic:
         return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
     def ready_pods(self, *names: str) -> dict[str, str]:
-        """{pod IP: pod name} of these Pods (default: the topology's model servers), once each is Ready."""
+        """{pod IP: pod name} of these Pods, once each is Ready. By default the topology's model servers,
+        once they and its endpoint picker's Pod (when deployed) are Ready, as upstream's suite waits for
+        the picker's Deployment: a request sent before the picker serves is one the picker never saw, and
+        a FailOpen pool serves it from a Pod of the gateway's choosing, which may be the one a check wants."""
         found: dict[str, str] = {}
         for name in names or MODEL_SERVERS:
             pod = self.ready_pod(name, "the Pod is Ready and has an IP")
             found[pod["status"]["podIP"]] = name
+        if not names and PICKER in self._images:
+            self.ready_pod(PICKER, "the endpoint picker's Pod is Ready and has an IP")
         return found
 
     def ready_pod(self, name: str, expected: str) -> dict:
@@ -210,6 +216,18 @@ class Traffic:
     def consistently(self, send, check, what: str):
         """The answer once `check` has held for 3 answers in a row (MaxTimeToConsistency at most)."""
         return client.until_consistent(send, check, what=what, timeout=self.topology.timeouts.MaxTimeToConsistency)
+
+    def holds(self, send, check, what: str) -> int:
+        """How many answers came in TrafficHoldWindow seconds, every one of them passing `check`."""
+        return client.holds(send, check, what=what, seconds=self.topology.timeouts.TrafficHoldWindow)
+
+    def remove_picker(self, name: str = PICKER) -> None:
+        """Delete the endpoint picker's Pod and wait until it is gone from the API (its process has
+        ended and the Pod's endpoints are withdrawn: what a gateway can learn of it has happened)."""
+        self.topology.delete("Pod", name)
+        wait_for(self.kube, "v1", "Pod", name, self.namespace, lambda pod: pod is None,
+                 timeout=self.topology.timeouts.DeleteTimeout, what=f"Pod {name}",
+                 expected="the endpoint picker's Pod is deleted")
 
     def sentinel(self, name: str = "externalname-picker.yaml") -> Sentinel:
         """Deploy the sentinel Pod of manifests/traffic/<name> alone and wait until it is Ready (rule T5)."""

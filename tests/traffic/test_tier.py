@@ -14,7 +14,7 @@ from conformance.options import DEFAULT_EPP_IMAGE, DEFAULT_MODEL_SERVER_IMAGE
 from conformance.revisions import REVISIONS
 from conformance.timeouts import TimeoutConfig
 from conformance.topology import Topology
-from conformance.traffic.tier import Traffic
+from conformance.traffic.tier import MODEL_SERVERS, PICKER, Traffic
 from conformance.wait import WaitTimeout, wait_for
 
 TIMEOUTS = TimeoutConfig(NamespacesMustBeReady=4, MaxTimeToConsistency=3)
@@ -51,3 +51,27 @@ def test_an_image_whose_pods_never_got_ready_fails_the_next_test_at_once(kube):
     with pytest.raises(WaitTimeout):  # another image: the whole wait, and its own line
         other.ready_pods("model-server-2")
     assert set(unready) == {DEFAULT_MODEL_SERVER_IMAGE, "example.com/another-model-server:v1"}
+
+
+def _mark_ready(kube, namespace: str, name: str, ip: str) -> None:
+    """Write what a kubelet writes of a Ready Pod (this control plane has none)."""
+    status = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+              "conditions": [{"type": "Ready", "status": "True"}]}
+    kube.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body={"status": status},
+                 content_type="application/strategic-merge-patch+json")
+
+
+def test_the_pools_pods_count_as_ready_only_once_its_endpoint_picker_is_too(kube):
+    """A request sent before the picker serves is one the picker never saw (a FailOpen pool serves it from
+    a Pod of the gateway's choosing), so the default wait includes the picker's Pod."""
+    traffic = traffic_in_new_namespace(kube, {})
+    traffic.deploy(only=[*(f"Pod/{name}" for name in MODEL_SERVERS), f"Pod/{PICKER}"])
+    ips = {name: f"10.244.9.{i + 1}" for i, name in enumerate(MODEL_SERVERS)}
+    for name, ip in ips.items():
+        _mark_ready(kube, traffic.namespace, name, ip)
+    assert traffic.ready_pods(*MODEL_SERVERS) == {ip: name for name, ip in ips.items()}
+    with pytest.raises(WaitTimeout) as waited:
+        traffic.ready_pods()
+    assert f"waiting for Pod {PICKER}: " in waited.value.headline(), waited.value.headline()
+    _mark_ready(kube, traffic.namespace, PICKER, "10.244.9.9")
+    assert traffic.ready_pods() == {ip: name for name, ip in ips.items()}
