@@ -6,8 +6,10 @@ with --kubeconfig: those run no Pods and no data plane, so the traffic tier is l
 each run is the suite on its embedded default, as an implementer runs it with their own controller:
 `--implementation-command` starts the reference implementation, with one fault or behaviour on,
 inside the suite's network sandbox, where it programs the suite's Envoy; it installs its own
-GatewayClass (`--install-gateway-class`), and the suite waits for it. Only the traffic tests run,
-for the GA API (whose pools upstream's test EPP reads).
+GatewayClass (`--install-gateway-class`), and the suite waits for it. Only the traffic tests run, for
+both APIs at once (the seed and v1.6, the embedded default: upstream's EPP reads either API's pools),
+and a fault must be caught in each API where its tests apply (a T8 test is not-applicable on
+v1alpha2, which has no appProtocol and one target port).
 
 tests/fault_catches.yaml (`traffic:`) says which tests must fail for each fault; every other test
 must pass. A baseline run with no fault must pass whole, and so must each benign entry (`benign:`)
@@ -31,7 +33,7 @@ import yaml
 from conformance.traffic import netns
 from reference_gateway import behaviours, faults
 
-from .suite_run import FAILED, PASSED, SuiteRun, on_free_workers, run_suite
+from .suite_run import FAILED, PASSED, SKIPPED, SuiteRun, on_free_workers, run_suite, with_api
 
 pytestmark = pytest.mark.skipif(bool(netns.available()), reason=netns.available() or "")
 
@@ -39,14 +41,15 @@ CATCHES = (yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_te
 BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
 EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault != "benign"}
 REPO = Path(__file__).resolve().parents[1]
-GA = "v1.6"
+REVISIONS = "seed,v1.6"  # one per API, both judged in every run
+APIS = ("v1alpha2", "v1")
 CLASS = "traffic-meta"
 SLOTS = 2  # runs side by side
 SLOW_SECONDS = 3  # slow-dataplane: well inside MaxTimeToConsistency (30 s)
 FAULT_TIMEOUTS = "MaxTimeToConsistency:10"
 # A benign entry with `environment` is a condition of the run, not a behaviour of the implementation.
 ENVIRONMENTS: dict[str, dict[str, str]] = {name: e["environment"] for name, e in BENIGN.items() if "environment" in e}
-WEIGHTED = "test_weighted_pools.py::test_weighted_pools[v1]"
+WEIGHTED = with_api("test_weighted_pools.py::test_weighted_pools", "v1")
 
 
 def _late_answers(verdict: Verdict) -> bool:
@@ -94,14 +97,19 @@ class Verdict:
     def failed(self) -> set[str]:
         return self.run.with_outcome(FAILED)
 
+    def _in_each_api(self, key: str) -> set[str]:
+        """The fault's tests under `key`, in each API (a test not-applicable to an API catches nothing there)."""
+        tests = EXPECTED[self.job.fault].get(key) or [] if self.job.fault else []
+        return {with_api(t, api) for t in tests for api in APIS} - self.run.with_outcome(SKIPPED)
+
     @property
     def expected(self) -> set[str]:
-        return {f"{t}[v1]" for t in EXPECTED[self.job.fault]["caught_by"]} if self.job.fault else set()
+        return self._in_each_api("caught_by")
 
     @property
     def tolerated(self) -> set[str]:
         """Tests the fault may fail as well, by chance (`may_fail`): each names why in the YAML."""
-        return {f"{t}[v1]" for t in EXPECTED[self.job.fault].get("may_fail") or []} if self.job.fault else set()
+        return self._in_each_api("may_fail")
 
     @property
     def problem(self) -> str:
@@ -109,6 +117,8 @@ class Verdict:
         if not self.run.outcomes:
             return f"the suite did not run (exit {self.run.returncode}):\n{self.run.output[-2000:]}"
         if self.job.fault:
+            if not self.expected:
+                return "none of the tests that must catch it ran (each was skipped)" + failures(self.run)
             if not self.expected <= self.failed <= self.expected | self.tolerated:
                 return (f"expected to be caught by {sorted(self.expected)}, failed {sorted(self.failed)}"
                         + failures(self.run))
@@ -140,7 +150,7 @@ def judge(slot: Path, job: Job) -> Verdict:
         command += ["--fault", job.fault]
     if job.behaviour and job.behaviour not in ENVIRONMENTS:
         command += ["--behaviour", job.behaviour, "--slow-seconds", str(SLOW_SECONDS)]
-    args = [*(f"conformance/tests/{t}" for t in traffic_tests()), "--api-revision", GA, "--gateway-class", CLASS,
+    args = [*(f"conformance/tests/{t}" for t in traffic_tests()), "--api-revision", REVISIONS, "--gateway-class", CLASS,
             "--implementation-command", " ".join(command), "-p", "no:allure_pytest"]
     if not job.behaviour:
         args += ["--timeout-config-overrides", FAULT_TIMEOUTS]
