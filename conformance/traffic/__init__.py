@@ -12,7 +12,8 @@ refuses a process handed a non-loopback address outside it. Where no namespace c
 skipped with one line (`netns.available()`), never run outside one.
 
 The parts: `netns` (the sandbox and the guard), `bridge` (the API server reachable inside, a Gateway's
-listener reachable outside), `kubelet` (runs the traffic manifests' Pods as processes on pod addresses),
+listener reachable outside), `kubelet` (runs the traffic manifests' Pods as processes on pod addresses;
+`forkserver` forks the suite's own programs for it from a warm interpreter inside the sandbox),
 `backend` (the model server they run; `h2c`, its cleartext HTTP/2 for h2c pools: rule T8) and
 `sentinel` (a listener that exits on its first connection, so that the Kubernetes API shows it: rule
 T5), `epp` (upstream's endpoint picker, built from the Go module proxy), `envoy` (the real data plane

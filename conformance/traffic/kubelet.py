@@ -8,7 +8,8 @@ can route to them. SPEC section 10 records what that takes: a Node that exists (
 controller takes a Pod only when its nodeName names one), pod IPs that are not loopback (EndpointSlice
 validation rejects those), and, a hard rule, those pod IPs exist only inside the suite's own network
 namespace. So this kubelet runs in the suite's process (threads, the `kubernetes` client) but starts
-every container inside a `netns.Sandbox`, through `netns.start_process`, on an address it adds there.
+every container inside a `netns.Sandbox`, through `netns.start_process` (or, for the suite's own
+programs, forked from a `forkserver.ForkServer` started there that way), on an address it adds there.
 
 What it does:
 
@@ -76,6 +77,7 @@ from ..kube import ApiError, Kube
 from ..options import DEFAULT_MODEL_SERVER_IMAGE, DEFAULT_SENTINEL_IMAGE
 from .backend import DEFAULT_H2C_PORT as ECHO_DEFAULT_H2C_PORT
 from .backend import DEFAULT_PORT as ECHO_DEFAULT_PORT
+from .forkserver import Forked, ForkServer
 from .netns import Sandbox, start_process
 
 log = logging.getLogger(__name__)
@@ -145,6 +147,9 @@ class Launch:
     ports: Iterable[int] = ()  # listened on at the Pod's address (or all addresses) once it is up
     files: Iterable[str | os.PathLike] = ()  # config files it reads (the guard scans them)
     cwd: str | None = None
+    # The same program as (module, args), a module of this package that `forkserver.PROGRAMS` names: the
+    # kubelet then forks it from a warm interpreter inside the sandbox instead of starting argv.
+    entry: tuple[str, list[str]] | None = None
 
 
 Program = Callable[[Container], Launch]
@@ -160,15 +165,18 @@ def model_server(c: Container) -> Launch:
     """
     port = int(c.env.get("HTTP_PORT") or ECHO_DEFAULT_PORT)
     h2c_port = int(c.env.get("H2C_PORT") or ECHO_DEFAULT_H2C_PORT)
+    return _python("conformance.traffic.backend",
+                   ["--address", c.ip, "--port", str(port), "--h2c-port", str(h2c_port),
+                    "--pod", c.env.get("POD_NAME", c.pod_name), "--namespace", c.env.get("NAMESPACE", c.namespace)],
+                   ports=[port, h2c_port])
+
+
+def _python(module: str, args: list[str], ports: list[int]) -> Launch:
+    """A Launch of a program of this package: forked from the kubelet's fork server, or else run as
+    `python -S -m module args` (-S: it needs the standard library alone, and skipping site halves its start)."""
     pythonpath = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)
-    # -S: the backend needs the standard library alone, and skipping site halves its start.
-    return Launch(
-        argv=[sys.executable, "-S", "-m", "conformance.traffic.backend", "--address", c.ip, "--port", str(port),
-              "--h2c-port", str(h2c_port), "--pod", c.env.get("POD_NAME", c.pod_name),
-              "--namespace", c.env.get("NAMESPACE", c.namespace)],
-        env={"PYTHONPATH": pythonpath},
-        ports=[port, h2c_port],
-    )
+    return Launch(argv=[sys.executable, "-S", "-m", module, *args], env={"PYTHONPATH": pythonpath}, ports=ports,
+                  entry=(module, args))
 
 
 def parse_netcat(argv: list[str]) -> tuple[int, int]:
@@ -216,10 +224,8 @@ def sentinel(c: Container) -> Launch:
         port, exit_code = parse_netcat([*(c.spec.get("command") or []), *(c.spec.get("args") or [])])
     except ValueError as e:
         raise Unsupported(f"container {c.name}: {e}") from None
-    pythonpath = os.pathsep.join(p for p in (str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)
-    return Launch(argv=[sys.executable, "-S", "-m", "conformance.traffic.sentinel", "--address", c.ip,
-                        "--port", str(port), "--exit-code", str(exit_code)],
-                  env={"PYTHONPATH": pythonpath}, ports=[port])
+    return _python("conformance.traffic.sentinel",
+                   ["--address", c.ip, "--port", str(port), "--exit-code", str(exit_code)], ports=[port])
 
 
 def image_repository(image: str) -> str:
@@ -278,7 +284,7 @@ class _Ctr:
     spec: dict
     launch: Launch | None = None
     env: dict[str, str] = field(default_factory=dict)  # the container's environment, resolved
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen | Forked | None = None
     log: Path | None = None
     ports: set[int] = field(default_factory=set)  # ready once these listen
     started_at: str | None = None
@@ -364,6 +370,7 @@ class Kubelet:
         self._streams: set = set()  # open watch responses (closed on close)
         self._synced: list[threading.Event] = []
         self._node_created = False
+        self._forks: ForkServer | None = None  # forks the programs of this package (Launch.entry)
         self.errors: list[str] = []  # what went wrong in the background, one line each
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -382,6 +389,7 @@ class Kubelet:
             self.dir = Path(tempfile.mkdtemp(prefix="ipc-kubelet-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
+            self._forks = ForkServer(self.sandbox)
             self._register_node()
             for namespace in self.namespaces if self.namespaces is not None else [None]:
                 self._watch(namespace)
@@ -418,6 +426,9 @@ class Kubelet:
             if run.thread is not None:
                 run.thread.join(self.stop_timeout + 10)
             self._stop_processes(run)  # if its worker never got there
+        if self._forks is not None:
+            self._forks.close()
+            self._forks = None
         self._release([*self._addresses])
         if self._node_created:
             try:
@@ -758,10 +769,13 @@ class Kubelet:
         if ctr.proc is not None:  # it ran before
             ctr.restarts += 1
         try:
-            with open(ctr.log, "ab") as out:
-                ctr.proc = start_process(launch.argv, [run.ip], sandbox=self.sandbox, env=env, files=launch.files,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                         cwd=launch.cwd)
+            if launch.entry is not None and self._forks is not None:  # inside the sandbox, as it is
+                ctr.proc = self._forks.spawn(*launch.entry, env=env, log=ctr.log, cwd=launch.cwd)
+            else:
+                with open(ctr.log, "ab") as out:
+                    ctr.proc = start_process(launch.argv, [run.ip], sandbox=self.sandbox, env=env,
+                                             files=launch.files, stdin=subprocess.DEVNULL, stdout=out,
+                                             stderr=subprocess.STDOUT, cwd=launch.cwd)
         except (OSError, ValueError, subprocess.SubprocessError) as e:
             ctr.proc, ctr.listening = None, False
             ctr.restart_at = time.monotonic() + min(10.0, 0.5 * 2 ** ctr.restarts)
@@ -1075,8 +1089,10 @@ def _shutdown(stream) -> None:
         pass
 
 
-def _signal_group(proc: subprocess.Popen, sig: signal.Signals) -> None:
-    if proc.poll() is None:  # not reaped: its PID (and group) cannot have been reused
+def _signal_group(proc: subprocess.Popen | Forked, sig: signal.Signals) -> None:
+    if isinstance(proc, Forked):  # its fork server signals the group while the child is unreaped
+        proc.send_signal(sig)
+    elif proc.poll() is None:  # not reaped: its PID (and group) cannot have been reused
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:

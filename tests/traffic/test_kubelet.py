@@ -132,6 +132,8 @@ def test_a_model_server_pod_runs_ready_and_answers_inside_the_sandbox(kubelet, k
     # The process runs inside the sandbox, and answers there at podIP:port ...
     [pid] = kubelet.pids(NS, "model-server-0")
     assert sandbox.contains(pid) and kubelet.pod_ip(NS, "model-server-0") == ip
+    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert parent == kubelet._forks.process.pid  # forked from the warm interpreter, no interpreter start of its own
     answer = post(sandbox, ip, 8000)
     assert answer["status"] == 200
     assert {k: answer["body"][k] for k in ("pod", "namespace", "httpPort", "endpoint")} == {
