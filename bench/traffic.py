@@ -53,9 +53,14 @@ def suite_run() -> tuple[float, bool, list[str]]:
         t = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-k", TESTS,
                                f"--results-dir={results}"], cwd=REPO, capture_output=True, text=True)
+        wall = time.monotonic() - t
         lines = done.stdout.strip().splitlines()
         failures = [line[:300] for line in lines if line.startswith(("FAILED", "ERROR"))] or lines[-1:]
-        return time.monotonic() - t, done.returncode == 0, failures
+        if done.returncode != 0:  # the whole output, to say why
+            with tempfile.NamedTemporaryFile("w", prefix="traffic-failed-", suffix=".log", delete=False) as f:
+                f.write(done.stdout + done.stderr)
+            failures.append(f"whole output: {f.name}")
+        return wall, done.returncode == 0, failures
 
 
 def latency(n: int) -> list[float]:
