@@ -8,7 +8,8 @@
 3. installs the wheel alone into a fresh virtual environment outside the checkout;
 4. from an empty directory outside the checkout, with the installed package only:
    - `inferencepool-conformance --version` and `--help` (the option groups);
-   - the whole suite on the embedded default, the pytest way (`pytest --pyargs conformance.tests`);
+   - the whole suite on the embedded default, the pytest way, as the README runs it
+     (`pytest --pyargs conformance.tests -n 2`);
    - `inferencepool-conformance cluster up`, the reference implementation and its GatewayClass
      on that cluster, and the whole suite against it with `--kubeconfig` (the console script);
    each run must pass, collect exactly the checkout's conformance tests, and leave its results
@@ -223,10 +224,11 @@ def main() -> int:
 
         results = workdir / "results-embedded"
         t0 = time.monotonic()
-        done = run([venv / "bin" / "pytest", "--pyargs", "conformance.tests", f"--results-dir={results}"],
+        # As the README runs it: two pytest-xdist workers (a dependency of the package) on one cluster.
+        done = run([venv / "bin" / "pytest", "--pyargs", "conformance.tests", "-n", "2", f"--results-dir={results}"],
                    cwd=rundir, check=False)
         check_run(done, results, expected,
-                  f"pytest --pyargs conformance.tests, embedded ({time.monotonic() - t0:.0f}s)")
+                  f"pytest --pyargs conformance.tests -n 2, embedded ({time.monotonic() - t0:.0f}s)")
 
         cluster_run(venv, workdir, rundir, expected)
         left = sorted(p.name for p in rundir.iterdir())
