@@ -12,7 +12,7 @@ import pytest
 import yaml
 from kubernetes import config
 
-from conformance.cluster import binary
+from conformance.cluster import binary, embedded
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.kube import ApiError, Kube
 from conformance.wait import wait_for
@@ -130,6 +130,24 @@ def test_two_clusters_at_once():
         assert kubes[1].get("v1", "Namespace", "only-in-first") is None
     finally:
         for c in clusters:
+            c.stop()
+
+
+def test_a_port_taken_before_its_component_binds_it_is_replaced(monkeypatch):
+    """A port found free can be taken before the component binds it (a cluster starting beside this one,
+    an outgoing connection's local port): the start goes on, on new ports, and says nothing of it."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))  # bound, not listening: as an outgoing connection's local port is
+        port = taken.getsockname()[1]
+        first, free = [port], embedded._free_port
+        monkeypatch.setattr(embedded, "_free_port", lambda: first.pop() if first else free())  # etcd's, first
+        c = EmbeddedCluster().start()
+        try:
+            assert "address already in use" in (c.dir / "etcd.log").read_text()  # the first boot met the port
+            assert len(c.pids) == 3 and all(_alive(p) for p in c.pids)
+            kube = Kube(config.new_client_from_config(config_file=str(c.kubeconfig)))
+            assert kube.server_version()["gitVersion"].startswith("v1.")
+        finally:
             c.stop()
 
 

@@ -59,6 +59,9 @@ class ClusterError(RuntimeError):
     """The embedded cluster could not be started; the message says why."""
 
 
+_PORT_ATTEMPTS = 3  # boots on new ports when one was taken meanwhile (see EmbeddedCluster._boot)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -158,7 +161,21 @@ class EmbeddedCluster:
 
         `bootstrapped`: the data already holds what the API server's bootstrap
         hooks create (see _BOOTSTRAPPED).
+
+        The ports are found free just before the components bind them, and another process may take
+        one in between (a cluster starting beside this one, or any outgoing connection, whose local
+        port comes from the same range): a component that exits because its port is taken is started
+        again, with the others, on new ports.
         """
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                return self._boot_on_free_ports(kcp, certs, deadline, bootstrapped)
+            except ClusterError as e:
+                if "address already in use" not in str(e) or attempt == _PORT_ATTEMPTS:
+                    raise
+                self._kill_all()
+
+    def _boot_on_free_ports(self, kcp: Path, certs: pki.ClusterPKI, deadline: float, bootstrapped: bool) -> None:
         assert self.dir is not None
         etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
         self.server = f"https://127.0.0.1:{api_port}"
@@ -254,12 +271,7 @@ class EmbeddedCluster:
         graceful shutdown alone takes about a second): none of them has
         anything left to write that anyone would read.
         """
-        for proc in reversed(self._procs):
-            if proc.popen.poll() is None:
-                proc.popen.kill()
-        for proc in self._procs:
-            proc.popen.wait()
-        self._procs.clear()
+        self._kill_all()
         for fd in (self._lifeline, self._lifeline_read):
             if fd is not None:
                 os.close(fd)
@@ -268,6 +280,14 @@ class EmbeddedCluster:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
         atexit.unregister(self.stop)
+
+    def _kill_all(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.popen.poll() is None:
+                proc.popen.kill()
+        for proc in self._procs:
+            proc.popen.wait()
+        self._procs.clear()
 
     @property
     def pids(self) -> list[int]:
