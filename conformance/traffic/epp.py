@@ -27,7 +27,7 @@ sandbox speaks plain h2c to it), `--tracing=false` (no collector here) and
 `EndpointPicker` starts it inside a `netns.Sandbox` through the guard and waits until its gRPC
 health service answers SERVING (which it does once it has read its pool). The EPP reaches the API
 server through a `bridge.ApiBridge` the caller keeps up in the same sandbox.
-`grpc_health()` asks a gRPC health service with the standard library alone (no grpcio).
+`probe.grpc_health()` asks a gRPC health service with the standard library alone (no grpcio).
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ import os
 import re
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import threading
 import time
@@ -51,6 +49,7 @@ from ..cluster.binary import BuildError, cache_dir, cached_binary
 from ..data import EPP as MODULE_DIR
 from ..data import GO_MODULE_SUFFIXES
 from .netns import start_process
+from .probe import grpc_health
 
 if TYPE_CHECKING:
     from .netns import Sandbox
@@ -295,74 +294,3 @@ class EndpointPicker:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-# -- a gRPC health check with the standard library (HTTP/2 by hand) -----------------------------------
-
-_HEALTH_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
-_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-_DATA, _HEADERS, _RST_STREAM, _SETTINGS, _PING, _GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x6, 0x7
-_END_STREAM, _ACK, _END_HEADERS, _PADDED = 0x1, 0x1, 0x4, 0x8
-
-
-def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream) + payload
-
-
-def _hpack_int(value: int, prefix_bits: int, first: int = 0) -> bytes:
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes((first | value,))
-    out, value = [first | limit], value - limit
-    while value >= 128:
-        out.append(value % 128 + 128)
-        value //= 128
-    return bytes((*out, value))
-
-
-def _hpack_literal(name: str, value: str) -> bytes:
-    """A header field as 'literal without indexing, new name', strings not Huffman-coded (RFC 7541 6.2.2)."""
-    n, v = name.encode(), value.encode()
-    return b"\x00" + _hpack_int(len(n), 7) + n + _hpack_int(len(v), 7) + v
-
-
-def grpc_health(host: str, port: int, service: str = "", timeout: float = 2.0) -> str:
-    """Ask grpc.health.v1.Health/Check over plain h2c; the status name (SERVING, NOT_SERVING, ...), or
-    `ERROR` when the call ended without a message. Raises OSError when nothing answers."""
-    headers = b"".join(_hpack_literal(k, v) for k, v in (
-        (":method", "POST"), (":scheme", "http"), (":path", "/grpc.health.v1.Health/Check"),
-        (":authority", f"{host}:{port}"), ("content-type", "application/grpc"), ("te", "trailers")))
-    svc = service.encode()
-    request = (b"\x0a" + _hpack_int(len(svc), 7) + svc) if svc else b""  # field 1 (service), string
-    message = b"\x00" + struct.pack(">I", len(request)) + request
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(_PREFACE + _frame(_SETTINGS, 0, 0) + _frame(_HEADERS, _END_HEADERS, 1, headers)
-                     + _frame(_DATA, _END_STREAM, 1, message))
-        reader = sock.makefile("rb")
-        body = b""
-        while True:
-            head = reader.read(9)
-            if len(head) < 9:
-                raise ConnectionError("the gRPC server closed the connection before it answered")
-            length = int.from_bytes(head[:3], "big")
-            kind, flags, stream = head[3], head[4], int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
-            payload = reader.read(length)
-            if kind == _SETTINGS and not flags & _ACK:
-                sock.sendall(_frame(_SETTINGS, _ACK, 0))
-            elif kind == _PING and not flags & _ACK:
-                sock.sendall(_frame(_PING, _ACK, 0, payload))
-            elif kind == _GOAWAY or (kind == _RST_STREAM and stream == 1):
-                return "ERROR"
-            elif stream == 1 and kind == _DATA:
-                if flags & _PADDED:
-                    payload = payload[1:len(payload) - payload[0]]
-                body += payload
-            if stream == 1 and kind in (_DATA, _HEADERS) and flags & _END_STREAM:
-                break
-    if len(body) < 5:
-        return "ERROR"
-    msg = body[5:5 + int.from_bytes(body[1:5], "big")]
-    status = 0
-    if msg[:1] == b"\x08":  # field 1 (status), varint: one byte for these values
-        status = msg[1]
-    return _HEALTH_STATUS.get(status, str(status))

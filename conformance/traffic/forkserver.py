@@ -40,7 +40,7 @@ import threading
 import time
 
 # The modules the server imports ahead and may run (each has `main(argv) -> int`).
-PROGRAMS = ("conformance.traffic.backend", "conformance.traffic.sentinel")
+PROGRAMS = ("conformance.traffic.backend", "conformance.traffic.sentinel", "conformance.traffic.probe")
 _STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL for the children when the server stops
 
 
@@ -52,9 +52,9 @@ class Forked:
 
     The handle holds the child's connection: dropping it while the child runs kills the child."""
 
-    def __init__(self, sock: socket.socket, pid: int, args: list[str]):
+    def __init__(self, sock: socket.socket, pid: int, args: list[str], said: bytes = b""):
         self.pid, self.args, self.returncode = pid, args, None
-        self._sock, self._buffer, self._lock = sock, b"", threading.Lock()
+        self._sock, self._buffer, self._lock = sock, said, threading.Lock()  # said: what the server said already
 
     def poll(self) -> int | None:
         with self._lock:
@@ -92,16 +92,17 @@ class Forked:
         """Take what the server said (waiting up to timeout for it); set returncode on the child's exit."""
         if self.returncode is not None:
             return
-        self._sock.settimeout(timeout)
-        try:
-            data = self._sock.recv(4096)
-        except (BlockingIOError, TimeoutError):
-            return
-        except OSError:
-            data = b""
-        if not data:  # the server went away without a word: its children went with it
-            self.returncode = -signal.SIGKILL
-        self._buffer += data
+        if b"\n" not in self._buffer:
+            self._sock.settimeout(timeout)
+            try:
+                data = self._sock.recv(4096)
+            except (BlockingIOError, TimeoutError):
+                return
+            except OSError:
+                data = b""
+            if not data:  # the server went away without a word: its children went with it
+                self.returncode = -signal.SIGKILL
+            self._buffer += data
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
             message = json.loads(line)
@@ -150,7 +151,7 @@ class ForkServer:
             request = {"module": module, "args": list(args), "env": dict(env), "log": os.fspath(log), "cwd": cwd}
             sock.sendall(json.dumps(request).encode() + b"\n")
             reply = b""
-            while not reply.endswith(b"\n"):
+            while b"\n" not in reply:
                 chunk = sock.recv(4096)
                 if not chunk:
                     raise OSError("the fork server closed the connection")
@@ -158,11 +159,13 @@ class ForkServer:
         except BaseException:
             sock.close()
             raise
-        answer = json.loads(reply)
+        # A child that exits at once may have its exit said in the same read: it stays for the handle.
+        line, rest = reply.split(b"\n", 1)
+        answer = json.loads(line)
         if "error" in answer:
             sock.close()
             raise OSError(answer["error"])
-        return Forked(sock, answer["pid"], [module, *args])
+        return Forked(sock, answer["pid"], [module, *args], rest)
 
     def close(self) -> None:
         """Stop the server (it stops its children first) and remove its directory."""

@@ -27,9 +27,11 @@ What it does:
   stays Pending, its container waiting with reason `NoProgramForImage` and a message naming the
   image, and is tried again every second (so is a Pod whose ConfigMap is not there yet);
 - waits until each container listens (its program's ports, and the ports of its readiness probe,
-  read from the sandbox's /proc/<pid>/net/tcp{,6}: no process has to be started to probe), then
-  writes `pods/status`: Running, podIP(s), hostIP(s), startTime, containerStatuses, and the
-  conditions PodScheduled, Initialized, ContainersReady and Ready;
+  read from the sandbox's /proc/<pid>/net/tcp{,6}: no process has to be started to probe) and, when
+  its readiness probe is `grpc`, until the health service there answers SERVING (asked from inside
+  the sandbox by `conformance.traffic.probe`, forked by the fork server), then writes `pods/status`:
+  Running, podIP(s), hostIP(s), startTime, containerStatuses, and the conditions PodScheduled,
+  Initialized, ContainersReady and Ready;
 - honours readiness gates as a kubelet does: Ready is True only when the containers are ready
   (ContainersReady) and the condition of every `spec.readinessGates` entry, which others write into
   `status.conditions`, is True; a change of such a condition is written into Ready at once. Its
@@ -79,6 +81,7 @@ from .backend import DEFAULT_H2C_PORT as ECHO_DEFAULT_H2C_PORT
 from .backend import DEFAULT_PORT as ECHO_DEFAULT_PORT
 from .forkserver import Forked, ForkServer
 from .netns import Sandbox, start_process
+from .probe import ANSWERS
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory that holds 
 # a burst of requests), so the listeners are picked out by one regex rather than line by line.
 _LISTENER = re.compile(r"^\s*\d+: ([0-9A-F]+):([0-9A-F]{4}) [0-9A-F]+:[0-9A-F]{4} 0A ", re.M)
 _LISTENING_FRESH = 0.05  # seconds a look at the listeners serves every Pod worker that asks
+_PROBE = "conformance.traffic.probe"  # the gRPC readiness probe, one of forkserver.PROGRAMS
+_PROBE_TIMEOUT = 2.0  # seconds a gRPC readiness probe may take (it gives up by itself after one)
 
 
 class Unsupported(Exception):
@@ -294,10 +299,17 @@ class _Ctr:
     waiting: tuple[str, str] | None = None  # (reason, message)
     restart_at: float = 0.0
     listening: bool = False
+    grpc: tuple[int, str] | None = None  # the readiness probe's gRPC health (port, service), if it has one
+    probed: str = ""  # the health service's last answer (probe.ANSWERS), "" before the first
 
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def ready(self) -> bool:
+        """Running, its ports listening, and its gRPC readiness probe (if any) answered SERVING."""
+        return self.alive and self.listening and (self.grpc is None or self.probed == "SERVING")
 
 
 @dataclass
@@ -686,7 +698,7 @@ class Kubelet:
                         run.wake.wait(0.2)
                         run.wake.clear()
                     continue
-                ready = all(c.alive and c.listening for c in run.ctrs)
+                ready = all(c.ready for c in run.ctrs)
                 run.wake.wait(0.2 if ready else 0.05)
                 run.wake.clear()
                 if run.stopping:
@@ -740,6 +752,7 @@ class Kubelet:
                                 if m.get("name") in mounts}
                     ctr.launch = self.program_for(c.image)(c)
                     ctr.ports = set(ctr.launch.ports) | _probe_ports(ctr.spec)
+                    ctr.grpc = _grpc_probe(ctr.spec)
                     ctr.log = run.dir / f"{ctr.spec['name']}.log"
             except Unsupported as e:
                 problem = ("CreateContainerConfigError", str(e))
@@ -820,6 +833,24 @@ class Kubelet:
                 code = None if ctr.proc is not None else -1
             if code is None and listeners is not None:
                 ctr.listening = all(_serves(listeners, run.ip, port) for port in ctr.ports)
+                if ctr.grpc is not None:  # asked on every look at the ports: 20 times a second until Ready
+                    ctr.probed = self._probe(run.ip, *ctr.grpc) if ctr.listening else ""
+
+    def _probe(self, ip: str, port: int, service: str) -> str:
+        """Ask the gRPC health service at ip:port, from inside the sandbox (a fork of the fork server)."""
+        forks = self._forks
+        if forks is None:  # closing
+            return ANSWERS[5]
+        try:
+            child = forks.spawn(_PROBE, [ip, str(port), service], env={}, log=os.devnull)
+        except (OSError, ValueError):  # (a probe that cannot run is a failed probe, never a failed Pod)
+            return ANSWERS[5]
+        try:
+            code = child.wait(_PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:  # (the probe itself gives up after a second)
+            child.kill()
+            return ANSWERS[5]
+        return ANSWERS.get(code, ANSWERS[5])
 
     # -- status ------------------------------------------------------------------------------------
 
@@ -836,7 +867,7 @@ class Kubelet:
         """Write the Pod's status if it changed since the last write (call with run.lock held)."""
         statuses, ready_all = [], True
         for ctr in run.ctrs:
-            ready = ctr.alive and ctr.listening and not run.forced_unready
+            ready = ctr.ready and not run.forced_unready
             ready_all = ready_all and ready
             if ctr.alive:
                 state = {"running": {"startedAt": ctr.started_at}}
@@ -871,6 +902,9 @@ class Kubelet:
             elif launched:
                 ports = sorted({p for c in run.ctrs if not c.listening for p in c.ports})
                 message += f": not listening on {run.ip} port(s) {', '.join(map(str, ports))}" if ports else ""
+                probed = [f"{c.spec['name']}'s gRPC health service (port {c.grpc[0]}, service {c.grpc[1]!r}) "
+                          f"answered {c.probed}" for c in run.ctrs if c.listening and c.grpc and c.probed != "SERVING"]
+                message += f": readiness probe failed: {'; '.join(probed)}" if probed else ""
         else:
             reason = message = ""
         # Ready also needs every readiness gate's condition True (a kubelet's wording when one is not).
@@ -1062,6 +1096,13 @@ def _probe_ports(spec: dict) -> set[int]:
             elif isinstance(port, str):
                 ports.add(int(port) if port.isdigit() else named.get(port, -1))
     return {p for p in ports if p > 0}
+
+
+def _grpc_probe(spec: dict) -> tuple[int, str] | None:
+    """The container's gRPC readiness probe as (port, service), or None."""
+    grpc = (spec.get("readinessProbe") or {}).get("grpc") or {}
+    port = grpc.get("port")
+    return (port, grpc.get("service") or "") if isinstance(port, int) and port > 0 else None
 
 
 def _gates(pod: dict) -> tuple[tuple[str, str | None], ...]:

@@ -27,7 +27,7 @@ from conformance.cluster.binary import BuildError
 from conformance.cluster.embedded import EmbeddedCluster
 from conformance.kube import ApiError, Kube
 from conformance.revisions import REVISIONS
-from conformance.traffic import epp, netns
+from conformance.traffic import epp, netns, probe
 from conformance.traffic.bridge import ApiBridge, Bridge
 from conformance.traffic.embedded import epp_program
 from conformance.traffic.kubelet import Container
@@ -231,7 +231,7 @@ def test_the_epp_serves_a_pool_inside_the_sandbox(binary, v1_cluster, tmp_path):
 
             def answer():
                 try:
-                    return epp.grpc_health("127.0.0.1", health.outside[1], epp.HEALTH_SERVICE)
+                    return probe.grpc_health("127.0.0.1", health.outside[1], epp.HEALTH_SERVICE)
                 except OSError:
                     return None
 

@@ -7,9 +7,12 @@ client that asked for it or the server. These tests ask a real fork server insid
 """
 
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -89,6 +92,32 @@ def test_an_unknown_module_or_bad_arguments_are_refused_or_exit_nonzero(forks, t
     child = forks.spawn(BACKEND, ["--no-such-flag"], env={}, log=tmp_path / "bad.log")
     assert child.wait(5) == 2
     assert "the following arguments are required: --address" in (tmp_path / "bad.log").read_text()
+
+
+def test_an_exit_said_in_the_same_read_as_the_pid_is_kept(tmp_path):
+    """The server may say a child's exit in the same read as its PID (a child that exits at once, as a
+    readiness probe of a closed port does, while the client thread waits for the CPU): spawn still
+    returns the child, and wait its exit status. A server that says both at once stands in for it."""
+    path = str(tmp_path / "forks.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        conn.recv(4096)
+        conn.sendall(b'{"pid": 4242}\n{"exit": 5}\n')
+        time.sleep(2)  # (the connection stays open: the exit was said)
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    client = ForkServer.__new__(ForkServer)  # only the client side: spawn needs the socket's path alone
+    client.path = path
+    try:
+        child = client.spawn(SENTINEL, [], env={}, log=os.devnull)
+        assert (child.pid, child.wait(1)) == (4242, 5)
+    finally:
+        listener.close()
 
 
 def test_the_child_gets_the_environment_it_is_given_and_no_other(sandbox, tmp_path, monkeypatch):

@@ -27,13 +27,14 @@ from conformance.cluster.embedded import EmbeddedCluster
 from conformance.options import DEFAULT_EPP_IMAGE, DEFAULT_MODEL_SERVER_IMAGE, DEFAULT_SENTINEL_IMAGE
 from conformance.revisions import REVISIONS
 from conformance.traffic import manifests, netns
-from conformance.traffic.kubelet import NO_PROGRAM, Kubelet, model_server
+from conformance.traffic.kubelet import NO_PROGRAM, Kubelet, Launch, model_server
 from conformance.traffic.netns import Sandbox
 
 pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
 
 NS = "traffic"
 PROBE = [sys.executable, "-I", "-S", str(Path(__file__).with_name("probe.py"))]
+HEALTH_SERVER = [sys.executable, "-I", "-S", str(Path(__file__).with_name("grpc_health_server.py"))]
 BODY = json.dumps({"model": "conformance-fake-model", "prompt": "Write as if you were a critic: San Francisco"})
 CLIENT = """
 import http.client, json, sys
@@ -307,6 +308,41 @@ def test_a_registered_program_runs_its_image(kubelet, kube, sandbox):
     config = "kind: EndpointPickerConfig\n"
     assert seen == [("registered", ip, "hi 8000", ip, config, config)]
     assert post(sandbox, ip, 8000)["body"]["pod"] == "registered"
+
+
+def test_a_grpc_readiness_probe_wants_serving_not_a_listening_port(kubelet, kube, tmp_path):
+    """As on a real node, a container whose readiness probe is `grpc` is Ready only while its health
+    service answers SERVING for the probe's service: upstream's EPP listens there from its start and
+    answers SERVING only once it has read its pool."""
+    serving = tmp_path / "serving"
+    kubelet.register("registry.example.com/health", lambda c: Launch(
+        [*HEALTH_SERVER, c.ip, "9003", "inference-extension", str(serving)], ports=[9003]))
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "picker", "namespace": NS},
+           "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+               "name": "epp", "image": "registry.example.com/health:v1",
+               "ports": [{"name": "grpc-health", "containerPort": 9003}],
+               "readinessProbe": {"grpc": {"port": 9003, "service": "inference-extension"}, "periodSeconds": 1}}]}}
+    kube.create(pod)
+
+    def says(answer: str):
+        found = kube.get("v1", "Pod", "picker", NS)
+        message = next((c.get("message", "") for c in (found or {}).get("status", {}).get("conditions", [])
+                        if c["type"] == "ContainersReady"), "")
+        return answer in message and found
+
+    listening = wait_for("the probe's NOT_SERVING in the Pod's status", lambda: says("answered NOT_SERVING"))
+    assert condition(listening, "Ready") == "False" and listening["status"]["phase"] == "Running"
+    serving.touch()
+    ready_pod(kube, "picker")
+    serving.unlink()
+    wait_for("the Pod NotReady again", lambda: condition(kube.get("v1", "Pod", "picker", NS), "Ready") == "False")
+    # The probe asks for its own service: another one is SERVICE_UNKNOWN, never Ready.
+    pod["metadata"]["name"] = "other-service"
+    pod["spec"]["containers"][0]["readinessProbe"]["grpc"]["service"] = "readiness"
+    serving.touch()
+    kube.create(pod)
+    wait_for("the probe's SERVICE_UNKNOWN", lambda: (p := kube.get("v1", "Pod", "other-service", NS)) and any(
+        "answered SERVICE_UNKNOWN" in c.get("message", "") for c in p.get("status", {}).get("conditions", [])))
 
 
 def test_the_sentinel_pod_shows_its_first_connection_as_an_exited_container(kubelet, kube, sandbox):
