@@ -81,7 +81,7 @@ from .backend import DEFAULT_H2C_PORT as ECHO_DEFAULT_H2C_PORT
 from .backend import DEFAULT_PORT as ECHO_DEFAULT_PORT
 from .forkserver import Forked, ForkServer
 from .netns import Sandbox, start_process
-from .probe import ANSWERS
+from .probe import ANSWERS, NO_ANSWER
 
 log = logging.getLogger(__name__)
 
@@ -840,17 +840,17 @@ class Kubelet:
         """Ask the gRPC health service at ip:port, from inside the sandbox (a fork of the fork server)."""
         forks = self._forks
         if forks is None:  # closing
-            return ANSWERS[5]
+            return NO_ANSWER
         try:
             child = forks.spawn(_PROBE, [ip, str(port), service], env={}, log=os.devnull)
         except (OSError, ValueError):  # (a probe that cannot run is a failed probe, never a failed Pod)
-            return ANSWERS[5]
+            return NO_ANSWER
         try:
             code = child.wait(_PROBE_TIMEOUT)
         except subprocess.TimeoutExpired:  # (the probe itself gives up after a second)
             child.kill()
-            return ANSWERS[5]
-        return ANSWERS.get(code, ANSWERS[5])
+            return NO_ANSWER
+        return ANSWERS.get(code, NO_ANSWER)
 
     # -- status ------------------------------------------------------------------------------------
 
