@@ -146,7 +146,7 @@ def _gateway_entry(gateway: str) -> str:
             f" && (parentRef.namespace == null || parentRef.namespace==$namespace)]")
 
 
-def _pool_assert(gateway: str, ctype: str, status: str, reason: str) -> dict:
+def _pool_assert(gateway: str, ctype: str, status: str, reason: str, pool: str = "pool") -> dict:
     """Like Topology.wait_pool_condition: the entry for the Gateway has the latest condition ctype=status, reason.
 
     "Latest" (rule C4): observedGeneration absent or equal to metadata.generation, read off the same
@@ -154,7 +154,7 @@ def _pool_assert(gateway: str, ctype: str, status: str, reason: str) -> dict:
     floats, the object's numbers integers).
     """
     return {"assert": {"resource": {
-        "apiVersion": POOL_API, "kind": "InferencePool", "metadata": {"name": "pool"},
+        "apiVersion": POOL_API, "kind": "InferencePool", "metadata": {"name": pool},
         "(@)->pool": {
             f"({_gateway_entry(gateway)} | [0].conditions[?type=='{ctype}'] | [0])": {
                 "status": status, "reason": reason,
@@ -170,7 +170,7 @@ def _no_parent_assert(gateway: str) -> dict:
 
 def _docs() -> list[dict]:
     """manifests/status/pool-with-route.yaml for the reference GatewayClass, namespace left to chainsaw."""
-    docs = load("pool-with-route.yaml", namespace="", gateway_class=REFERENCE_GATEWAY_CLASS)
+    docs = load("pool-with-route.yaml", namespace="", gateway_class=REFERENCE_GATEWAY_CLASS, api=REVISIONS[DEFAULT].api)
     for d in docs:
         del d["metadata"]["namespace"]
     return docs
@@ -180,8 +180,19 @@ def _apply(*skip: str) -> list[dict]:
     return [{"apply": {"resource": d}} for d in _docs() if f"{d['kind']}/{d['metadata']['name']}" not in skip]
 
 
-def _service() -> dict:
-    return next(d for d in _docs() if d["kind"] == "Service")
+def _service(name: str = "picker") -> dict:
+    service = next(d for d in _docs() if d["kind"] == "Service")
+    service["metadata"]["name"] = name
+    return service
+
+
+def _other_pool(name: str, picker: str) -> dict:
+    """The file's pool under another name, its endpoint picker reference naming Service `picker`."""
+    pool = next(d for d in _docs() if d["kind"] == "InferencePool")
+    pool["metadata"]["name"] = name
+    ref = pool["spec"].get("extensionRef") or pool["spec"]["endpointPickerRef"]
+    ref["name"] = picker
+    return pool
 
 
 def _gateway(name: str) -> dict:
@@ -190,11 +201,11 @@ def _gateway(name: str) -> dict:
                      "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}]}}
 
 
-def _route(name: str, gateway: str) -> dict:
+def _route(name: str, gateway: str, pool: str = "pool") -> dict:
     return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute", "metadata": {"name": name},
             "spec": {"parentRefs": [{"name": gateway}],
                      "rules": [{"backendRefs": [{"group": "inference.networking.x-k8s.io",
-                                                 "kind": "InferencePool", "name": "pool"}]}]}}
+                                                 "kind": "InferencePool", "name": pool}]}]}}
 
 
 def _delete(api_version: str, kind: str, name: str) -> dict:
@@ -214,13 +225,21 @@ def _steps_missing_service() -> list[dict]:
 
 
 def _steps_transitions() -> list[dict]:
-    steps = [{"name": "no-service", "try": [*_apply("Service/picker"),
-                                            _pool_assert("gateway", "ResolvedRefs", "False", "InvalidExtensionRef")]}]
-    for i, (status, reason) in enumerate([("True", "ResolvedRefs"), ("False", "InvalidExtensionRef"),
-                                          ("True", "ResolvedRefs")], start=1):
-        change = {"apply": {"resource": _service()}} if status == "True" else _delete("v1", "Service", "picker")
-        steps.append({"name": f"transition-{i}",
-                      "try": [change, _pool_assert("gateway", "ResolvedRefs", status, reason)]})
+    # As test_extension_ref_transitions: pool `pool` with its Service, pool `other` without; each step
+    # deletes the one Service and creates the other.
+    services = {"pool": "picker", "other": "other-picker"}
+    resolved, unresolved = ("True", "ResolvedRefs"), ("False", "InvalidExtensionRef")
+    state = {"pool": resolved, "other": unresolved}
+    steps = [{"name": "out-of-step", "try": [
+        *_apply(), {"apply": {"resource": _other_pool("other", services["other"])}},
+        {"apply": {"resource": _route("other-route", "gateway", "other")}},
+        *(_pool_assert("gateway", "ResolvedRefs", *state[p], pool=p) for p in state)]}]
+    for i in (1, 2):
+        changes = [_delete("v1", "Service", services[p]) if state[p] == resolved
+                   else {"apply": {"resource": _service(services[p])}} for p in state]
+        state = {p: unresolved if was == resolved else resolved for p, was in state.items()}
+        steps.append({"name": f"transition-{i}", "try": [
+            *changes, *(_pool_assert("gateway", "ResolvedRefs", *state[p], pool=p) for p in state)]})
     return steps
 
 
