@@ -30,7 +30,7 @@ from conformance.revisions import REVISIONS
 from conformance.traffic import netns
 from conformance.traffic.embedded import DataPlane
 
-from ..suite_run import PASSED, PYTEST, REPO, SKIPPED, SUITE_LABEL, clean_env, junit_outcomes, reference_gateway_class
+from ..suite_run import PASSED, PYTEST, REPO, SKIPPED, SUITE_LABEL, clean_env, finished, reference_gateway_class
 from .test_tier_in_the_suite import BOTH, SELECT, V1_ONLY, V1ALPHA2_ONLY, ids
 
 pytestmark = [pytest.mark.skipif(bool(netns.available()), reason=netns.available() or ""), pytest.mark.slow]
@@ -39,7 +39,7 @@ JUDGED = ("seed", "v1.6")  # the embedded default's revisions, one per API
 RUN_TIMEOUT = 600
 
 
-def _suite_objects(kube: Kube) -> list[str]:
+def _suite_namespaces(kube: Kube) -> list[str]:
     return [n["metadata"]["name"] for n in kube.list("v1", "Namespace", label_selector=SUITE_LABEL)["items"]]
 
 
@@ -57,22 +57,18 @@ def test_traffic_tests_pass_on_a_users_cluster(tmp_path):
                                        stderr=subprocess.STDOUT)
         reference_gateway_class(kube)
         results = tmp_path / "results"
-        with open(tmp_path / "suite.log", "wb") as out:
+        out_path = tmp_path / "suite.log"
+        with open(out_path, "wb") as out:
             suite = plane.sandbox.popen(
                 [*PYTEST, f"--results-dir={results}", f"--kubeconfig={cluster.kubeconfig}",
                  f"--gateway-class={REFERENCE_GATEWAY_CLASS}", "-n", "2", *SELECT],
                 cwd=REPO, env=clean_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-            try:
-                returncode = suite.wait(RUN_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                returncode = None  # the sandbox stops it on the way out
-        output = (tmp_path / "suite.log").read_text(errors="replace")
-        assert returncode == 0, f"exit {returncode}:\n{output[-4000:]}"
-        outcomes = junit_outcomes(results / "junit.xml")
+        run = finished(suite, out_path, results, RUN_TIMEOUT)
+        output = run.output
+        assert run.returncode == 0, f"exit {run.returncode}:\n{output[-4000:]}"
         passed = ids("v1", BOTH + V1_ONLY) | ids("v1alpha2", BOTH + V1ALPHA2_ONLY)
-        assert passed <= {t for t, o in outcomes.items() if o == PASSED}, outcomes
-        assert ids("v1alpha2", V1_ONLY) | ids("v1", V1ALPHA2_ONLY) <= {t for t, o in outcomes.items()
-                                                                         if o == SKIPPED}, outcomes
+        assert passed <= run.with_outcome(PASSED), run.outcomes
+        assert ids("v1alpha2", V1_ONLY) | ids("v1", V1ALPHA2_ONLY) <= run.with_outcome(SKIPPED), run.outcomes
         assert "traffic data plane ready" not in output, "the suite started a data plane on a user's cluster"
         assert "SHOULD not met" not in output, output[-3000:]
-        assert _suite_objects(kube) == [], "the suite left namespaces behind"
+        assert _suite_namespaces(kube) == [], "the suite left namespaces behind"
