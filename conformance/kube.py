@@ -3,8 +3,9 @@
 A thin layer over `kubernetes.client.ApiClient.call_api` that works on plain
 dicts and knows the few resources the suite touches (no discovery round
 trips). Every write goes through `create`, `apply`, `patch`,
-`replace` or `delete`; every failure is an `ApiError` carrying the HTTP status
-and the `details.causes` of the Status the server returned. Independent
+`replace` or `delete` (a read-modify-write through `write_latest`); every
+failure is an `ApiError` carrying the HTTP status and the `details.causes` of
+the Status the server returned. Independent
 requests can be sent together (`concurrently`): a test's objects are deleted
 at once rather than one round trip after another.
 """
@@ -241,6 +242,29 @@ class Kube:
         md = obj["metadata"]
         return self.request("PUT", resource_of(obj).path(md.get("namespace"), md["name"], subresource),
                             body=obj, query=_write_query(dry_run, field_validation))
+
+    def write_latest(self, api_version: str, kind: str, name: str, namespace: str | None,
+                     write: Callable[[dict], R], *, attempts: int = 10) -> tuple[dict, R]:
+        """(the object as read, `write(it)`): a read-modify-write against the version just read.
+
+        A controller may write the object at any moment; a write that loses
+        that race (409) reads again and is retried, so what the write replaced
+        is exactly what was read, and another writer's timing never fails it.
+        """
+        for _ in range(attempts):
+            current = self.get(api_version, kind, name, namespace)
+            if current is None:
+                raise ApiError(404, {"message": f"{kind} {namespace}/{name} is gone"}, "GET",
+                               resource_of(api_version, kind).path(namespace, name))
+            try:
+                return current, write(current)
+            except ApiError as e:
+                if e.status != 409:
+                    raise
+                lost = e
+        raise ApiError(409, {"message": f"every write lost to another writer of {kind} {namespace}/{name} "
+                                        f"{attempts} times in a row: {lost.body.get('message')}"},
+                       lost.method, lost.path)
 
     def apply(self, obj: dict, *, dry_run: bool = False, field_manager: str = FIELD_MANAGER,
               subresource: str | None = None, force: bool = True) -> dict:

@@ -404,16 +404,12 @@ def _update_against_latest(kube: Kube, obj: dict, field_validation: str | None, 
     without a resourceVersion.)
     """
     md = obj["metadata"]
-    for _ in range(10):
-        current = kube.get(obj["apiVersion"], obj["kind"], md["name"], md["namespace"])
+
+    def write(current: dict) -> dict:
         body = copy.deepcopy(obj)
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        try:
-            return kube.replace(body, subresource=subresource, dry_run=dry_run, field_validation=field_validation)
-        except ApiError as e:
-            if e.status != 409:
-                raise
-    pytest.fail("every update of the pool conflicted with another writer 10 times in a row", pytrace=False)
+        return kube.replace(body, subresource=subresource, dry_run=dry_run, field_validation=field_validation)
+    return kube.write_latest(obj["apiVersion"], obj["kind"], md["name"], md["namespace"], write)[1]
 
 
 def foreign_status_note(result: dict, created: dict) -> str | None:

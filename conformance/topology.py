@@ -167,13 +167,16 @@ class Topology:
         self._changed(written)
         return written
 
-    def write_pool_status(self, pool: dict, suite_entries: list[dict]) -> dict:
-        """Write the pool's status as another controller would (a full update of /status against the
-        version read); `suite_entries` are the entries in it that the suite wrote."""
-        written = self.kube.replace(pool, subresource="status")
-        self._suite_entries += [e for e in conditions.pool_parents(written) if e in suite_entries
+    def add_pool_parents(self, entries: list[dict], name: str = "pool") -> dict:
+        """Add `entries` to the pool's status as another controller would: a full update of /status
+        against the version just read (read again when the implementation wrote in between)."""
+        def write(pool: dict) -> dict:
+            pool.setdefault("status", {}).setdefault(self.status_key, []).extend(entries)
+            return self.kube.replace(pool, subresource="status")
+        _, written = self.kube.write_latest(self.pool_api, "InferencePool", name, self.namespace, write)
+        self._suite_entries += [e for e in conditions.pool_parents(written) if e in entries
                                 or any(e.get("parentRef", {}).get("name") == s.get("parentRef", {}).get("name")
-                                       for s in suite_entries)]
+                                       for s in entries)]
         self._changed(written)
         return written
 

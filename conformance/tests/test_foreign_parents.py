@@ -10,14 +10,12 @@ pytestmark = [pytest.mark.rule("C10"), pytest.mark.features("SupportInferencePoo
 def test_foreign_parents(topology):
     topology.apply_file("pool-with-route.yaml")
     pool = topology.wait_pool_condition("ResolvedRefs", "True", "ResolvedRefs")
-    # Another controller's entry, written the way a controller writes status:
-    # a full update of /status against the version just read.
+    # Another controller's entry, written the way a controller writes status.
     foreign = {"parentRef": topology.revision.gateway_parent_ref("gateway-of-another-controller", topology.namespace),
                "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "other",
                                "observedGeneration": pool["metadata"]["generation"],
                                "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
-    pool["status"][topology.status_key].append(foreign)
-    written = topology.write_pool_status(pool, [foreign])
+    written = topology.add_pool_parents([foreign])
     stored_foreign = conditions.pool_parents(written)[-1]
 
     # Make the implementation write its own entry again, then look at the other one.

@@ -7,7 +7,6 @@ ignored, and metadata.generation moves on spec changes only.
 import pytest
 
 from conformance.conditions import pool_parents as _parents
-from conformance.kube import ApiError
 
 # One entry, spelled so that every API's parentRef shape takes it (kind and name).
 ENTRY = {"parentRef": {"kind": "Gateway", "name": "gw"},
@@ -33,23 +32,6 @@ def _status(api) -> dict:
     return {api.status_key: [ENTRY]}
 
 
-def _write_against_latest(kube, api, namespace: str, write) -> tuple[dict, dict]:
-    """(the pool as read, the server's answer to `write(pool)`), against the version just read.
-
-    A controller may write the pool's status at any moment; a write that loses
-    that race (409) reads again and is retried, so the pool's status at the
-    moment of the write is exactly the one read.
-    """
-    for _ in range(10):
-        before = kube.get(api.api_version, "InferencePool", "pool", namespace)
-        try:
-            return before, write(before)
-        except ApiError as e:
-            if e.status != 409:
-                raise
-    pytest.fail("every write conflicted with another writer of the pool 10 times in a row", pytrace=False)
-
-
 def test_status_on_create_is_ignored(kube, namespace, api_revision, api):
     # `fresh`: what a pool nobody wrote status for reads back with (no parent, or
     # the placeholder parent of a revision with a status default).
@@ -65,11 +47,12 @@ def test_status_on_create_is_ignored(kube, namespace, api_revision, api):
 def test_status_on_update_is_ignored(kube, namespace, api):
     kube.create(_pool(api, namespace))
     key = api.status_key
-    before, updated = _write_against_latest(kube, api, namespace,
-                                            lambda pool: kube.replace({**pool, "status": _status(api)}))
+    # Against the version just read, so the status before the write is exactly `before`.
+    before, updated = kube.write_latest(api.api_version, "InferencePool", "pool", namespace,
+                                        lambda pool: kube.replace({**pool, "status": _status(api)}))
     assert _parents(updated) == _parents(before), (
         f"an update of the main resource changed status.{key} from {_parents(before)} to {_parents(updated)}")
-    before, patched = _write_against_latest(kube, api, namespace, lambda pool: kube.patch(
+    before, patched = kube.write_latest(api.api_version, "InferencePool", "pool", namespace, lambda pool: kube.patch(
         api.api_version, "InferencePool", "pool",
         {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": _status(api)},
         namespace=namespace))
