@@ -12,6 +12,7 @@ at once rather than one round trip after another.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -245,7 +246,7 @@ class Kube:
 
     def write_latest(self, api_version: str, kind: str, name: str, namespace: str | None,
                      write: Callable[[dict], R], *, attempts: int = 10) -> tuple[dict, R]:
-        """(the object as read, `write(it)`): a read-modify-write against the version just read.
+        """(the object as read, `write(a copy of it)`): a read-modify-write against the version just read.
 
         A controller may write the object at any moment; a write that loses
         that race (409) reads again and is retried, so what the write replaced
@@ -257,7 +258,7 @@ class Kube:
                 raise ApiError(404, {"message": f"{kind} {namespace}/{name} is gone"}, "GET",
                                resource_of(api_version, kind).path(namespace, name))
             try:
-                return current, write(current)
+                return current, write(copy.deepcopy(current))
             except ApiError as e:
                 if e.status != 409:
                     raise
