@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "slow-dataplane: between a change and the data plane's configuration (default: %(default)g)")
     p.add_argument("--rewrite-seconds", type=float, default=behaviours.DEFAULT_REWRITE_SECONDS, metavar="SECONDS",
                    help="with --behaviour frequent-rewrites: seconds between two rewrites (default: %(default)g)")
+    p.add_argument("--cache-lag-seconds", type=float, default=behaviours.DEFAULT_CACHE_LAG_SECONDS,
+                   metavar="SECONDS", help="with --behaviour lagging-cache: how late the most lagging resource's "
+                   "changes reach the cache (default: %(default)g)")
     p.add_argument("--envoy-config-dir", metavar="DIR",
                    help="also program an Envoy: write its listeners and clusters to DIR/lds.json and DIR/cds.json "
                         "(an Envoy bootstrapped to read them from files takes them up; see README.md); "
@@ -87,6 +90,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             ipaddress.ip_address(address)
         except ValueError:
             p.error(f"--gateway-address: {address!r} is not an IP address")
+    for flag in ("slow_seconds", "cache_lag_seconds"):
+        if getattr(args, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} must not be negative, not {getattr(args, flag):g}")
+    if args.rewrite_seconds <= 0:
+        p.error(f"--rewrite-seconds must be more than 0, not {args.rewrite_seconds:g}")
     try:
         args.revisions = choose(args.api_revision or [DEFAULT])
     except ValueError as e:
@@ -133,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     faults.activate(args.fault)
     if args.fault:
         log.warning("faults switched on: %s", ", ".join(sorted(args.fault)))
-    behaviours.activate(args.behaviour, slow_seconds=args.slow_seconds, rewrite_seconds=args.rewrite_seconds)
+    behaviours.activate(args.behaviour, slow_seconds=args.slow_seconds, rewrite_seconds=args.rewrite_seconds,
+                        cache_lag_seconds=args.cache_lag_seconds)
     if args.behaviour:
         log.warning("benign behaviours switched on: %s%s", ", ".join(sorted(args.behaviour)),
                     f" (slow: {args.slow_seconds:g}s)" if {"slow", "slow-dataplane"} & set(args.behaviour) else "")

@@ -35,6 +35,11 @@ BEHAVIOURS: dict[str, str] = {
         "pool, without putting the placeholder back (what GIE v0.5.x's own conformance test demands); "
         "with any other revision (the seed, v0.2 - v0.4, every v1 revision) there is no placeholder, the "
         "list is left empty anyway, and it changes nothing",
+    "lagging-cache":
+        "reads through caches that lag, as informers can: each watched resource's changes reach its cache "
+        "late, each resource by a different share of --cache-lag-seconds (default 1; the first a share, "
+        "the last all of it), so the cache seldom holds a state the API server ever held; status is "
+        "computed from it as ever",
     "slow-dataplane":
         "the data plane picks up each change --slow-seconds late: Envoy's configuration is rewritten that "
         "long after the change that calls for it, from the state at that time (status is not delayed)",
@@ -44,17 +49,20 @@ TRAFFIC = frozenset({"slow-dataplane"})
 
 DEFAULT_SLOW_SECONDS = 30.0
 DEFAULT_REWRITE_SECONDS = 1.0
+DEFAULT_CACHE_LAG_SECONDS = 1.0
 
 _active: frozenset[str] = frozenset()
 _slow_seconds: float = DEFAULT_SLOW_SECONDS
 _rewrite_seconds: float = DEFAULT_REWRITE_SECONDS
+_cache_lag_seconds: float = DEFAULT_CACHE_LAG_SECONDS
 _rewrite_round = 0
 
 
 def activate(names: Iterable[str], *, slow_seconds: float = DEFAULT_SLOW_SECONDS,
-             rewrite_seconds: float = DEFAULT_REWRITE_SECONDS) -> None:
+             rewrite_seconds: float = DEFAULT_REWRITE_SECONDS,
+             cache_lag_seconds: float = DEFAULT_CACHE_LAG_SECONDS) -> None:
     """Switch on exactly `names` (and switch off all others)."""
-    global _active, _slow_seconds, _rewrite_seconds, _rewrite_round
+    global _active, _slow_seconds, _rewrite_seconds, _rewrite_round, _cache_lag_seconds
     names = frozenset(names)
     unknown = names - BEHAVIOURS.keys()
     if unknown:
@@ -63,7 +71,10 @@ def activate(names: Iterable[str], *, slow_seconds: float = DEFAULT_SLOW_SECONDS
         raise ValueError(f"--slow-seconds must not be negative, not {slow_seconds:g}")
     if rewrite_seconds <= 0:
         raise ValueError(f"--rewrite-seconds must be more than 0, not {rewrite_seconds:g}")
+    if cache_lag_seconds < 0:
+        raise ValueError(f"--cache-lag-seconds must not be negative, not {cache_lag_seconds:g}")
     _active, _slow_seconds, _rewrite_seconds, _rewrite_round = names, slow_seconds, rewrite_seconds, 0
+    _cache_lag_seconds = cache_lag_seconds
 
 
 def on(name: str) -> bool:
@@ -85,6 +96,11 @@ def write_delay() -> float:
 def dataplane_delay() -> float:
     """Seconds between a change and the data plane's configuration that follows it."""
     return _slow_seconds if on("slow-dataplane") else 0.0
+
+
+def cache_lag(index: int, count: int) -> float:
+    """lagging-cache: seconds the changes of the index-th of `count` watched resources reach the cache late."""
+    return _cache_lag_seconds * (index + 1) / count if on("lagging-cache") else 0.0
 
 
 def rewrite_seconds() -> float:

@@ -7,15 +7,19 @@ errors are retried with exponential backoff. A resource the API server does
 not serve when it is first listed (404: its CRD is not installed, say an
 InferencePool API named with --api-revision that the cluster lacks) counts
 as listed and empty, so the other resources are reconciled meanwhile; it is
-listed again, with backoff, until it is served.
+listed again, with backoff, until it is served. Behaviour lagging-cache hands
+each change after the first list to the cache late (`_Lag`), in order.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable
 
+from . import behaviours
 from .cache import Cache
 from .kube import ApiError, Kube
 from .model import Item, Resource
@@ -30,15 +34,55 @@ class _Expired(Exception):
     """The resourceVersion is too old to watch from: list again."""
 
 
+class _Lag(threading.Thread):
+    """Behaviour lagging-cache: runs each change it is handed `seconds` after it came, in order."""
+
+    def __init__(self, kind: str, seconds: float, stop: threading.Event) -> None:
+        super().__init__(name=f"lag-{kind}", daemon=True)
+        self.kind, self.seconds, self.stop = kind, seconds, stop
+        self._changes: queue.Queue[tuple[float, str, Callable[[], None]]] = queue.Queue()
+        self._shown = False
+
+    def put(self, what: str, change: Callable[[], None]) -> None:
+        self._changes.put((time.monotonic() + self.seconds, what, change))
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                due, what, change = self._changes.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if self.stop.wait(max(0.0, due - time.monotonic())):
+                return
+            change()
+            if not self._shown:  # the evidence that the lag is real, once
+                self._shown = True
+                log.info("%s changes reach the cache %.2fs late (the first: %s)", self.kind, self.seconds, what)
+
+
 class Watcher(threading.Thread):
     def __init__(self, kube: Kube, resource: Resource, cache: Cache, enqueue: Callable[[set[Item]], None],
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, lag: float = 0.0) -> None:
         # Daemon: a thread blocked reading a quiet watch must not hold up exit.
         super().__init__(name=f"watch-{resource.id}", daemon=True)
         self.kube, self.resource, self.kind = kube, resource, resource.id
         self.cache, self.enqueue, self.stop = cache, enqueue, stop
         self.synced = threading.Event()  # set once the first list is in the cache (or found not served)
         self._listed = False  # a list has succeeded once
+        self._lag = _Lag(self.kind, lag, stop) if lag > 0 else None
+
+    def start(self) -> None:
+        if self._lag is not None:
+            self._lag.start()
+        super().start()
+
+    def _change(self, what: str, change: Callable[[], None]) -> None:
+        """Hand a change to the cache: at once, or late under lagging-cache (never the first list,
+        which the controller waits for)."""
+        if self._lag is not None and self._listed:
+            self._lag.put(what, change)
+        else:
+            change()
 
     def run(self) -> None:
         rv: str | None = None
@@ -77,7 +121,7 @@ class Watcher(threading.Thread):
         for obj in items:  # list items come without apiVersion/kind
             obj.setdefault("apiVersion", self.resource.api_version)
             obj.setdefault("kind", self.resource.kind)
-        self.enqueue(self.cache.replace_all(self.kind, items))
+        self._change(f"a list of {len(items)}", lambda: self.enqueue(self.cache.replace_all(self.kind, items)))
         self._listed = True
         self.synced.set()
         log.debug("listed %d %s(s)", len(items), self.kind)
@@ -97,13 +141,17 @@ class Watcher(threading.Thread):
             if etype in ("ADDED", "MODIFIED", "DELETED"):
                 obj.setdefault("apiVersion", self.resource.api_version)
                 obj.setdefault("kind", self.resource.kind)
-                self.enqueue(self.cache.apply(self.kind, etype, obj))
+                md = obj.get("metadata") or {}
+                self._change(f"{etype} {md.get('namespace', '')}/{md.get('name')}",
+                             lambda etype=etype, obj=obj: self.enqueue(self.cache.apply(self.kind, etype, obj)))
         return rv
 
 
 def start_watchers(kube: Kube, cache: Cache, enqueue: Callable[[set[Item]], None],
                    stop: threading.Event) -> list[Watcher]:
-    watchers = [Watcher(kube, resource, cache, enqueue, stop) for resource in cache.resources.values()]
+    resources = list(cache.resources.values())
+    watchers = [Watcher(kube, resource, cache, enqueue, stop, behaviours.cache_lag(i, len(resources)))
+                for i, resource in enumerate(resources)]
     for w in watchers:
         w.start()
     return watchers

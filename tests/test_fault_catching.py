@@ -114,6 +114,8 @@ EVIDENCE = {
              lambda log: re.search(r"\((?:[3-9]\d|\d{3,})\d{3}\.\d ms after the event", log) is not None),
     "frequent-rewrites": ("round of rewrites that reached an object",
                           lambda log: re.search(r"rewrite round \d+: [1-9]", log) is not None),
+    "lagging-cache": ("change that reached the cache late",
+                      lambda log: re.search(r"changes reach the cache \d+\.\d+s late", log) is not None),
     "no-placeholder-restore": ("pool left with an empty status.parent",
                                lambda log: re.search(r"wrote InferencePool \S+ status parent=none", log) is not None),
 }

@@ -45,7 +45,8 @@ def route_conditions(objs, now=NOW):
 
 def test_every_behaviour_is_described_and_known():
     assert set(behaviours.BEHAVIOURS) == {"eager-writer", "slow", "reordered-conditions", "extra-conditions",
-                                          "frequent-rewrites", "no-placeholder-restore", "slow-dataplane"}
+                                          "frequent-rewrites", "no-placeholder-restore", "lagging-cache",
+                                          "slow-dataplane"}
     assert behaviours.TRAFFIC <= set(behaviours.BEHAVIOURS)
     with pytest.raises(ValueError):
         behaviours.activate(["no-such-behaviour"])

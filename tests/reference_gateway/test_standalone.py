@@ -55,3 +55,13 @@ def test_api_revision_refused(argv, capsys):
         parse_args(argv)
     assert exit_.value.code == 2
     assert "--api-revision" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag,value", [("--slow-seconds", "-1"), ("--cache-lag-seconds", "-0.5"),
+                                        ("--rewrite-seconds", "0")])
+def test_a_behaviour_time_out_of_range_is_one_line(flag, value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{flag} must" in err and "Traceback" not in err, err

@@ -4,6 +4,7 @@ count a resource that is not served at first as empty."""
 from __future__ import annotations
 
 import threading
+import time
 
 import urllib3
 
@@ -131,3 +132,46 @@ def test_wait_synced_gives_up_on_stop(seed):
     w = Watcher(None, FIXED_RESOURCES["Service"], seed.cache(), lambda items: None, stop)
     stop.set()
     assert wait_synced([w], stop) is False
+
+
+def test_a_lagging_cache_gets_each_change_late_in_order_but_the_first_list_at_once(objs):
+    """Behaviour lagging-cache: the first list goes in at once (the controller waits for it);
+    every later change reaches the cache its lag after it came, in the order it came."""
+    stop = threading.Event()
+    gate = threading.Event()  # the watch's events come only once the test has looked at the list
+    events = [{"type": "ADDED", "object": svc("b", "12")}, {"type": "DELETED", "object": svc("a", "13")}]
+
+    def watched():  # then stays open until the test ends (the script running out would stop it all)
+        gate.wait(5)
+        for event in events:
+            yield event
+            time.sleep(0.2)
+        stop.wait(5)
+
+    kube = ScriptedKube(stop, lists=[{"metadata": {"resourceVersion": "10"}, "items": [svc("a", "9")]}],
+                        watches=[watched()])
+    cache, queued = objs.cache(), []
+    w = Watcher(kube, FIXED_RESOURCES["Service"], cache, queued.append, stop, lag=0.3)
+    w.start()
+    assert w.synced.wait(2)
+    assert set(cache.services) == {(NS, "a")}, "the first list must be in the cache at once"
+    gate.set()
+    came, seen = time.monotonic(), [(0.0, set(cache.services))]
+    while seen[-1][1] != {(NS, "b")} and time.monotonic() - came < 3:
+        if set(cache.services) != seen[-1][1]:
+            seen.append((time.monotonic() - came, set(cache.services)))
+        time.sleep(0.005)
+    stop.set()
+    states = [state for _, state in seen]
+    assert states == [{(NS, "a")}, {(NS, "a"), (NS, "b")}, {(NS, "b")}], f"the cache went through {states}"
+    assert 0.3 <= seen[1][0] < 0.6, f"the first change reached the cache after {seen[1][0]:.2f}s, not 0.3s"
+    assert seen[2][0] >= 0.5, f"the second change (0.2 s after the first) reached it after {seen[2][0]:.2f}s"
+
+
+def test_cache_lags_come_from_the_switch():
+    from reference_gateway import behaviours
+
+    assert behaviours.cache_lag(0, 4) == 0
+    behaviours.activate(["lagging-cache"], cache_lag_seconds=2)
+    assert [behaviours.cache_lag(i, 4) for i in range(4)] == [0.5, 1.0, 1.5, 2.0]
+    behaviours.activate([])
