@@ -2,12 +2,11 @@
 
 A thin layer over `kubernetes.client.ApiClient.call_api` that works on plain
 dicts and knows the few resources the suite touches (no discovery round
-trips). Every write goes through `create`, `apply`, `patch`,
-`replace` or `delete` (a read-modify-write through `write_latest`); every
-failure is an `ApiError` carrying the HTTP status and the `details.causes` of
-the Status the server returned. Independent
-requests can be sent together (`concurrently`): a test's objects are deleted
-at once rather than one round trip after another.
+trips). Every write goes through `create`, `apply`, `patch`, `replace` or
+`delete` (a read-modify-write through `write_latest`); every failure is an
+`ApiError` carrying the HTTP status and the `details.causes` of the Status the
+server returned. Independent requests can be sent together (`concurrently`): a
+test's objects are deleted at once rather than one round trip after another.
 """
 
 from __future__ import annotations

@@ -13,10 +13,12 @@ def test_fail_open(traffic):
     traffic.consistently(traffic.send(target, pick=ip), lambda a: None if a.status == 200 else "wanted 200",
                          what="a request steered to a Pod, the picker up")
     traffic.remove_picker()
-    traffic.consistently(traffic.send(target, pick=ip),
-                         lambda a: None if a.status == 200 and a.pod in pods.values()
-                         else f"wanted 200 from one of {sorted(pods.values())}",
-                         what="T4: FailOpen with the endpoint picker gone")
-    answers = traffic.many(traffic.send(target, pick=ip), n=20)
-    wrong = [a.describe() for a in answers if a.status != 200 or a.pod not in pods.values()]
-    assert not wrong, f"T4: {len(wrong)} of 20 requests with the picker gone were not served by the pool: {wrong[0]}"
+
+    def served(a):
+        return None if a.status == 200 and a.pod in pods.values() else f"wanted 200 from one of {sorted(pods.values())}"
+
+    traffic.consistently(traffic.send(target, pick=ip), served, what="T4: FailOpen with the endpoint picker gone")
+    # And side by side, as upstream's test sends them: a batch of 20, all served. A gateway that has not
+    # yet noticed the picker is gone may refuse some of an earlier batch, never all of the last.
+    traffic.batch_consistently(traffic.send(target, pick=ip), served,
+                               what="T4: 20 requests side by side with the endpoint picker gone")

@@ -129,6 +129,28 @@ def until_consistent(send: Callable[[], Answer], check: Callable[[Answer], str |
         time.sleep(0.05 if verdict else 0)
 
 
+def until_batch_passes(send: Callable[[], Answer], check: Callable[[Answer], str | None], *, what: str,
+                       timeout: float, n: int, concurrency: int = 10) -> list[Answer]:
+    """Batches of `n` answers, `concurrency` at a time, until every answer of one batch passes `check`.
+
+    For a behaviour judged on requests side by side, as upstream's tests send them: a gateway still
+    catching up (a picker that has just gone, say) may fail some answers of an earlier batch, never
+    all of the last one it is given time for. A failure names how many of the last batch were wrong
+    and the first of them."""
+    deadline, batches = time.monotonic() + timeout, 0
+    while True:
+        answers = many(send, n, concurrency)
+        batches += 1
+        wrong = [(problem, a) for a in answers if (problem := check(a))]
+        if not wrong:
+            return answers
+        if time.monotonic() >= deadline:
+            problem, answer = wrong[0]
+            raise NotConsistent(f"{what}: {len(wrong)} of {n} answers wrong in the last of {batches} batch(es) "
+                                f"in {timeout:g}s, the first: {problem} ({answer.describe()})")
+        time.sleep(0.05)
+
+
 def holds(send: Callable[[], Answer], check: Callable[[Answer], str | None], *, what: str, seconds: float,
           pause: float = 0.05) -> int:
     """Send for `seconds`, one request every `pause` seconds at most; every answer must pass `check`.

@@ -217,6 +217,12 @@ class Traffic:
         """The answer once `check` has held for 3 answers in a row (MaxTimeToConsistency at most)."""
         return client.until_consistent(send, check, what=what, timeout=self.topology.timeouts.MaxTimeToConsistency)
 
+    def batch_consistently(self, send, check, what: str, n: int = 20) -> list:
+        """The answers of the first batch of n (10 at a time) that all pass `check` (MaxTimeToConsistency
+        at most)."""
+        return client.until_batch_passes(send, check, what=what, n=n,
+                                         timeout=self.topology.timeouts.MaxTimeToConsistency)
+
     def holds(self, send, check, what: str) -> int:
         """How many answers came in TrafficHoldWindow seconds, every one of them passing `check`."""
         return client.holds(send, check, what=what, seconds=self.topology.timeouts.TrafficHoldWindow)

@@ -37,3 +37,25 @@ def test_a_hold_fails_on_the_first_wrong_answer_saying_when_and_what():
     line = str(e.value)
     assert line.startswith("T3: FailClose: wanted a 5xx (answer 4, ")
     assert "3 right before it: HTTP 200 served by pod model-server-0" in line
+
+
+def served(a: Answer) -> str | None:
+    return None if a.status == 200 else "wanted 200"
+
+
+def test_a_batch_check_ends_on_the_first_batch_that_passes_whole():
+    """A gateway still catching up refuses some of the first batch (sent 10 at a time): the check goes
+    on, and ends with the first batch whose every answer passes."""
+    seq = [REFUSED, SERVED] * 5 + [SERVED] * 10  # the first 20 mixed, from the 21st on all served
+    sent = iter(seq)
+    answers_of = client.until_batch_passes(lambda: next(sent, SERVED), served, what="T4", timeout=5, n=20)
+    assert len(answers_of) == 20 and all(a is SERVED for a in answers_of)
+
+
+def test_a_batch_check_that_never_passes_names_the_last_batch():
+    mixed = iter([SERVED, REFUSED] * 1000)
+    with pytest.raises(NotConsistent) as e:
+        client.until_batch_passes(lambda: next(mixed), served, what="T4: side by side", timeout=0.2, n=20)
+    line = str(e.value)
+    assert line.startswith("T4: side by side: 10 of 20 answers wrong in the last of ")
+    assert line.endswith("the first: wanted 200 (HTTP 500 body b'no picker')"), line
