@@ -119,14 +119,27 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _order(item: pytest.Item) -> int:
+    if item.get_closest_marker("slow"):
+        return 0
+    return 1 if "gateway_class" not in getattr(item, "fixturenames", ()) else 2
+
+
 class _Order:
-    """Under pytest-xdist the `slow` tests run first: one worker sits them out while the other works.
-    (Otherwise tests run as collected, which pytest groups by API.)"""
+    """Under pytest-xdist the `slow` tests run first, then the tests of the API server alone (schema,
+    defaulting, the CRD), then those that need the implementation; otherwise as collected (pytest
+    groups them by API).
+
+    The slow tests go to one worker, which sits them out while the others work. On the embedded
+    cluster, the controller manager starts controllers a second or so after the API server is ready
+    (it waits for the API server's bootstrap hooks), and no status test can begin before it has
+    made a namespace's default ServiceAccount: the other workers spend that second on the API
+    server's own tests rather than waiting."""
 
     @pytest.hookimpl(trylast=True)  # after pytest's own reordering, and after deselection
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         if hasattr(config, "workerinput"):
-            items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+            items.sort(key=_order)  # stable
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
