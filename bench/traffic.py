@@ -9,7 +9,7 @@ runs in a row with nothing left behind.
    ext_proc to upstream's EPP -> model server), `--requests` sequential POSTs: p50, p95.
 3. `--repeat N`: N more runs of the traffic tests in a row; it counts failed runs (flakes), and after
    each run looks for what it left that was not there before it: processes of the data plane (Envoy,
-   EPP, backends, bridges, the reference) and the data plane's temporary directories.
+   EPP, backends, bridges, the reference) and the suite's temporary directories (`ipc-*`).
 """
 
 import argparse
@@ -44,7 +44,7 @@ def leftovers() -> list[str]:
         if any(name in cmd for name in LEFTOVER_PROCESSES) and "bench/traffic.py" not in cmd:
             found.append(f"process {pid}: {cmd[:100]}")
     tmp = tempfile.gettempdir()
-    found += [f"directory {d}" for d in glob.glob(f"{tmp}/ipc-dataplane-*") + glob.glob(f"{tmp}/ipc-bridge-*")]
+    found += [f"directory {d}" for d in glob.glob(f"{tmp}/ipc-*")]
     return found
 
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from . import data, options, revisions, rules, runner
+from .cluster import scratch
 from .cluster.provider import KubeconfigError, UserClusterManager
 from .features import FEATURES, REFERENCE_GATEWAY_CLASS
 from .results import evidence, inventory
@@ -154,10 +154,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist starts its workers (its own hook comes last)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
+    if not hasattr(config, "workerinput"):
+        _sweep(config)
     if _hosts_for_workers(config):
-        config.stash[HOST_DIR] = Path(tempfile.mkdtemp(prefix="ipc-host-"))
+        config.stash[HOST_DIR] = scratch.mkdtemp("host")
         config.stash[SESSION].host_for_workers(config.stash[HOST_DIR])
         config.pluginmanager.register(_HostProgress(config.stash[SESSION]), "ipc-host-progress")
+
+
+def _sweep(config: pytest.Config) -> None:
+    """Remove what runs killed earlier left in the temporary directory (conformance/cluster/scratch.py)."""
+    removed = scratch.sweep()
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if removed and tr is not None:
+        tr.write_line(f"removed {len(removed)} director{'y' if len(removed) == 1 else 'ies'} that killed runs left "
+                      f"in {removed[0].parent}: {', '.join(p.name for p in removed)}")
 
 
 def _hosts_for_workers(config: pytest.Config) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from . import binary, pki
+from . import binary, pki, scratch
 
 _CONTROLLERS = [
     "namespace-controller",
@@ -119,7 +119,7 @@ class EmbeddedCluster:
 
     def start(self, progress=None) -> EmbeddedCluster:
         kcp = binary.ensure(progress)
-        self.dir = Path(tempfile.mkdtemp(prefix="ipc-cluster-"))
+        self.dir = scratch.mkdtemp("cluster")
         self._lifeline_read, self._lifeline = os.pipe()
         atexit.register(self.stop)
         try:

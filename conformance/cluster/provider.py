@@ -13,13 +13,14 @@ cluster. Two hazards of that library are contained here (docs/clusters.md):
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from pathlib import Path
 
 import yaml
 from pytest_kubernetes.providers.base import AClusterManager
 from pytest_kubernetes.providers.external import ExternalManagerBase
 
+from . import scratch
 from .embedded import EmbeddedCluster
 
 _PATH_KEYS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
@@ -78,10 +79,10 @@ def private_kubeconfig(paths: str, context: str | None) -> tuple[Path, str, str]
         "contexts": [{"name": name, "context": ctx}],
         "current-context": name,
     }
-    fd, copy = tempfile.mkstemp(prefix="ipc-kubeconfig-", suffix=".yaml")
-    with os.fdopen(fd, "w") as out:  # mkstemp creates the file 0600
+    copy = scratch.mkdtemp("kubeconfig") / "kubeconfig.yaml"  # in a directory of its own, 0700
+    with os.fdopen(os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
         yaml.safe_dump(doc, out)
-    return Path(copy), name, cluster["server"]
+    return copy, name, cluster["server"]
 
 
 class EmbeddedManager(AClusterManager):
@@ -141,6 +142,6 @@ class UserClusterManager(ExternalManagerBase):
     def delete(self) -> None:
         # The base class also sleeps a second "for the cluster" here; ours is the user's and stays.
         if self.kubeconfig is not None:
-            self.kubeconfig.unlink(missing_ok=True)
+            shutil.rmtree(self.kubeconfig.parent, ignore_errors=True)  # the directory private_kubeconfig made
         self._cluster_options.kubeconfig_path = None
         self._kubeconfig = None

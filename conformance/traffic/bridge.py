@@ -38,7 +38,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -288,7 +287,9 @@ class Bridge:
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def start(self) -> Bridge:
-        self.dir = tempfile.mkdtemp(prefix="ipc-bridge-")  # mode 0700: the socket is the suite's alone
+        from ..cluster import scratch  # (not at the top: this file also runs alone)
+
+        self.dir = str(scratch.mkdtemp("bridge"))  # mode 0700: the socket is the suite's alone
         unix = f"unix:{self.socket}"
         try:
             if self.listen == "inside":

@@ -26,11 +26,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cluster import pki
+from ..cluster import pki, scratch
 from ..options import DEFAULT_EPP_IMAGE, DEFAULT_SENTINEL_IMAGE
 from . import delay as slow
 from . import epp
@@ -134,7 +133,7 @@ class DataPlane:
 
     def start(self) -> DataPlane:
         binary = epp.ensure(self.progress)  # may build (minutes, once): before anything runs
-        self.dir = Path(tempfile.mkdtemp(prefix="ipc-dataplane-"))
+        self.dir = scratch.mkdtemp("dataplane")
         try:
             self.sandbox = Sandbox()
             self.sandbox.start()

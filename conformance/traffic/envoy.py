@@ -40,12 +40,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..cluster import scratch
 from .client import UnixHTTPConnection
 from .netns import Sandbox, start_process
 
@@ -138,8 +138,9 @@ def validate(listeners: Iterable[Mapping] = (), clusters: Iterable[Mapping] = ()
     like every traffic process: through `start_process`, inside `sandbox` when one is given, and
     refused outside one when the configuration names a non-loopback address."""
     binary = binary or envoy_binary()
-    with tempfile.TemporaryDirectory(prefix="envoy-validate-") as tmp:
-        path = Path(tmp) / "bootstrap.json"
+    tmp = scratch.mkdtemp("envoy-validate")
+    try:
+        path = tmp / "bootstrap.json"
         path.write_text(json.dumps(static_bootstrap(listeners, clusters)))
         proc = start_process([binary, "--mode", "validate", "-c", str(path), "--disable-hot-restart",
                               "--log-level", "error"], sandbox=sandbox, files=[path],
@@ -150,6 +151,8 @@ def validate(listeners: Iterable[Mapping] = (), clusters: Iterable[Mapping] = ()
             proc.kill()
             proc.communicate()
             raise EnvoyError(f"envoy --mode validate did not finish within {timeout:g}s") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if proc.returncode != 0:
         raise EnvoyError(f"Envoy rejects the configuration: {_reason(out)}")
 
@@ -208,7 +211,7 @@ class Envoy:
         for name in (LDS_FILE, CDS_FILE):  # Envoy refuses to start on a missing file
             if not (self.config_dir / name).exists():
                 write_resources(self.config_dir, name, [], "0")
-        self.run_dir = Path(tempfile.mkdtemp(prefix="envoy-"))
+        self.run_dir = scratch.mkdtemp("envoy")
         boot = self.run_dir / "bootstrap.json"
         boot.write_text(json.dumps(bootstrap(self.config_dir, self.admin_socket), indent=1))
         argv = [self.binary, "-c", str(boot), "--disable-hot-restart", "--concurrency", str(self.concurrency),

@@ -31,11 +31,11 @@ import json
 import os
 import select
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -116,9 +116,10 @@ class ForkServer:
     """The fork server of one sandbox; a context manager (closing it stops it and every child)."""
 
     def __init__(self, sandbox, timeout: float = 10.0):
-        from .netns import NetworkSafetyError, start_process  # (not at the top: this file also runs alone)
+        from ..cluster import scratch  # (not at the top: this file also runs alone)
+        from .netns import NetworkSafetyError, start_process
 
-        self._dir = tempfile.mkdtemp(prefix="ipc-forks-")
+        self._dir = str(scratch.mkdtemp("forks"))
         self.path = os.path.join(self._dir, "socket")
         pythonpath = os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH")) if p)
         self.process = start_process([sys.executable, "-S", os.path.abspath(__file__), self.path],
@@ -178,15 +179,7 @@ class ForkServer:
                 os.killpg(proc.pid, signal.SIGKILL)  # unreaped: the PID is still this child's
                 proc.wait()
             proc.stdout.close()
-        for name in ("socket",):
-            try:
-                os.unlink(os.path.join(self._dir, name))
-            except FileNotFoundError:
-                pass
-        try:
-            os.rmdir(self._dir)
-        except OSError:
-            pass
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def _package_root() -> str:

@@ -64,7 +64,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -75,6 +74,7 @@ from pathlib import Path
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from ..cluster import scratch
 from ..kube import ApiError, Kube
 from ..options import DEFAULT_MODEL_SERVER_IMAGE, DEFAULT_SENTINEL_IMAGE
 from .backend import DEFAULT_H2C_PORT as ECHO_DEFAULT_H2C_PORT
@@ -398,7 +398,7 @@ class Kubelet:
         if self.sandbox.holder_pid is None:
             raise RuntimeError("the kubelet runs Pods inside a network Sandbox: start it first")
         if self.dir is None:
-            self.dir = Path(tempfile.mkdtemp(prefix="ipc-kubelet-"))
+            self.dir = scratch.mkdtemp("kubelet")
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self._forks = ForkServer(self.sandbox)
