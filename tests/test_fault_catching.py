@@ -21,7 +21,9 @@ late, other condition orders, extra condition types, rewriting often) gets a
 whole-suite run that must have no failure at all: a test that fails there
 fails a conformant implementation. These runs use the suite's default
 timeouts, as an implementer would, so the slow behaviour's 30 s must fit
-within them. tests/fault_catches.yaml lists the behaviours under `benign:`.
+within them. tests/fault_catches.yaml lists the behaviours under `benign:`, and
+under `benign_together:` groups of them that get one run with the whole group on:
+a real controller shows several such traits at once.
 
 Runs share control planes: each of WORKERS clusters takes the next run when
 it is free, the longest first (the slow behaviour, then the faults most tests
@@ -85,7 +87,10 @@ from .suite_run import (
 
 CATCHES = yaml.safe_load((Path(__file__).parent / "fault_catches.yaml").read_text())
 BENIGN: dict[str, dict] = {name: entry or {} for name, entry in (CATCHES.get("benign") or {}).items()}
-EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items() if fault not in ("benign", "traffic")}
+# Behaviours a real controller may well show at once: one benign run with all of each group on.
+TOGETHER: list[list[str]] = CATCHES.get("benign_together") or []
+EXPECTED: dict[str, dict] = {fault: entry for fault, entry in CATCHES.items()
+                             if fault not in ("benign", "benign_together", "traffic")}
 # The data plane's faults and behaviours are judged by tests/test_traffic_faults.py (`traffic:` in the file).
 FAULTS = sorted(set(faults.FAULTS) - faults.TRAFFIC)
 BEHAVIOURS = sorted(set(behaviours.BEHAVIOURS) - behaviours.TRAFFIC)
@@ -123,11 +128,16 @@ EVIDENCE = {
 
 @dataclass(frozen=True)
 class Job:
-    """One whole-suite run: a fault, a benign behaviour, or neither (the baseline)."""
+    """One whole-suite run: a fault, a benign behaviour (or several at once, `a+b`), or neither (the
+    baseline)."""
 
     fault: str = ""
     behaviour: str = ""
     revision: str = DEFAULT
+
+    @property
+    def behaviours(self) -> list[str]:
+        return self.behaviour.split("+") if self.behaviour else []
 
     @property
     def name(self) -> str:
@@ -223,7 +233,7 @@ class Worker:
         tag = f"{job.name}-{job.revision}"
         log = self.results / f"implementation-{tag}.log"
         implementation = start_reference(self.cluster.kubeconfig, log, job.revision,
-                                         [job.fault] if job.fault else [], [job.behaviour] if job.behaviour else [],
+                                         [job.fault] if job.fault else [], job.behaviours,
                                          ["--api-revision", GA])
         results = Path(tempfile.mkdtemp(prefix=f"{tag}-", dir=self.results))
         # One process, or more workers when the behaviour makes every test wait (they wait, they do
@@ -246,10 +256,10 @@ class Worker:
         verdict = Verdict(job, run, time.monotonic() - started, results)
         after = inventory(self.kube)
         verdict.left_behind, verdict.removed = sorted(after - before), sorted(before - after)
-        if job.behaviour in EVIDENCE:
-            what, shown = EVIDENCE[job.behaviour]
-            if not shown(log.read_text(errors="replace")):
-                verdict.missing_evidence = f"its log ({log}) shows no {what}"
+        text = log.read_text(errors="replace")
+        unseen = [what for what, shown in (EVIDENCE[b] for b in job.behaviours if b in EVIDENCE) if not shown(text)]
+        if unseen:
+            verdict.missing_evidence = f"its log ({log}) shows no {' and no '.join(unseen)}"
         if not job.behaviour or verdict.clean:
             shutil.rmtree(results, ignore_errors=True)
             verdict.results = None
@@ -315,6 +325,7 @@ def jobs() -> list[Job]:
     out = [Job()]
     out += [Job(fault=f, revision=EXPECTED[f].get("revision", DEFAULT)) for f in FAULTS]
     out += [Job(behaviour=b, revision=r) for b, entry in BENIGN.items() for r in entry.get("revisions", [DEFAULT])]
+    out += [Job(behaviour="+".join(group)) for group in TOGETHER]
 
     def waits(job: Job) -> int:
         if not job.fault:
@@ -338,6 +349,9 @@ def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
         unknown = set(entry) - {"revisions", "workers"}
         assert not unknown, f"benign {behaviour}: only revisions and workers may be given, not {sorted(unknown)}"
         assert set(entry.get("revisions", [DEFAULT])) <= set(REVISIONS), f"benign {behaviour}: unknown revision"
+    for group in TOGETHER:
+        assert len(group) > 1 and set(group) <= set(BEHAVIOURS), (
+            f"benign_together {group}: two or more of the status behaviours")
 
     everything = on_free_workers(workers, jobs(), Worker.judge)
     baseline = next(v for v in everything if v.job == Job())
@@ -352,7 +366,8 @@ def test_every_fault_is_caught_by_its_tests_alone(workers, capsys):
     summary = (f"fault score: {caught}/{len(faulty)} faults caught by exactly their tests; "
                f"{collateral} collateral failure(s)\n"
                f"benign: {clean}/{len(benign)} runs with zero failures "
-               f"({len(BENIGN)} behaviours, {sum(len(v.failed) for v in benign)} failure(s) in all)\n"
+               f"({len(BENIGN)} behaviours, {len(TOGETHER)} group(s) of them at once, "
+               f"{sum(len(v.failed) for v in benign)} failure(s) in all)\n"
                f"{len(workers)} cluster(s); baseline {baseline.seconds:.0f}s, "
                f"total {time.monotonic() - started:.0f}s after start-up; "
                f"objects left behind: {sum(len(v.left_behind) for v in everything)}, "
