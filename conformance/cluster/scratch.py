@@ -40,9 +40,10 @@ def _start_time(pid: int) -> int | None:
     return int(text.rpartition(")")[2].split()[19])
 
 
-def _pid_namespace(pid: int | str = "self") -> int | None:
+def _pid_namespace() -> int | None:
+    """This process's PID namespace (the inode of /proc/self/ns/pid)."""
     try:
-        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+        return os.stat("/proc/self/ns/pid").st_ino
     except OSError:
         return None
 
