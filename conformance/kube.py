@@ -286,15 +286,16 @@ class Kube:
                             body=patch, query=_write_query(dry_run, None),
                             content_type="application/merge-patch+json")
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete (dependents in the background); False when it was already gone."""
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """Delete (dependents in the background). The server's answer: the object as deleted (its
+        resourceVersion that of the deletion) or as marked for deletion, or a Status; None when it
+        was already gone."""
         try:
-            self.request("DELETE", resource_of(api_version, kind).path(namespace, name),
-                         body={"propagationPolicy": "Background"})
-            return True
+            return self.request("DELETE", resource_of(api_version, kind).path(namespace, name),
+                                body={"propagationPolicy": "Background"})
         except ApiError as e:
             if e.status == 404:
-                return False
+                return None
             raise
 
     def watch(self, api_version: str, kind: str, namespace: str | None, *, resource_version: str,

@@ -133,11 +133,11 @@ class Topology:
     def _changed(self, *written: dict | None) -> None:
         """Remember the last change: the highest resourceVersion the server answered with.
 
-        A delete's answer may carry the version from before it; a list made
-        afterwards carries one at least as recent (a later value only makes the
-        early end of a wait more cautious, never less).
+        A delete answered with a Status, or found nothing to delete, carries no
+        version; a list made afterwards carries one at least as recent (a later
+        value only makes the early end of a wait more cautious, never less).
         """
-        versions = [(w or {}).get("metadata", {}).get("resourceVersion") for w in written]
+        versions = [((w or {}).get("metadata") or {}).get("resourceVersion") for w in written]
         if not all(versions):
             pools = self.kube.list(self.pool_api, "InferencePool", self.namespace)
             versions.append(pools["metadata"]["resourceVersion"])
@@ -186,8 +186,7 @@ class Topology:
         else:
             kind = obj_or_kind
             api_version = self._api_version(kind)
-        self.kube.delete(api_version, kind, name, self.namespace)
-        self._changed(None)
+        self._changed(self.kube.delete(api_version, kind, name, self.namespace))
 
     def get_pool(self, name: str = "pool") -> dict | None:
         return self.kube.get(self.pool_api, "InferencePool", name, self.namespace)

@@ -1,7 +1,13 @@
 """The suite's one way to wait for the cluster to reach a state.
 
-`wait_for` lists the object once and then watches it, so a change is seen as
-soon as the API server sends it (no sleep, no poll interval). Transient API
+`wait_for` reads the object once and then watches it from the version read,
+so a change is seen as soon as the API server sends it (no sleep, no poll
+interval). The read is a GET, which the API server answers from etcd at once;
+a list without a version is answered from its watch cache once that cache has
+caught up, which for a resource nobody wrote lately means waiting for etcd's
+next progress report (up to 100 ms each time). Only an absent object, whose
+GET gives no version to watch from, is listed, and so is an object whose
+version has become too old to watch from. Transient API
 errors (connection resets, 429, 5xx, an expired watch) are retried with
 tenacity until the deadline. On timeout it raises `WaitTimeout`, whose first
 line names each field in which the nearest thing seen differs from what the
@@ -141,7 +147,8 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
     deadline = start + timeout
     log.debug("waiting up to %gs for %s: %s", timeout, what, expected)
     selector = f"metadata.name={name}"
-    state: dict = {"last": None, "problem": "", "differences": (), "answer": None, "since": 0.0, "first": None}
+    state: dict = {"last": None, "problem": "", "differences": (), "answer": None, "since": 0.0, "first": None,
+                   "list": False}
 
     def observe(obj: dict | None) -> bool:
         """Judge one observed state: True when it holds; raises WaitSettled once a wrong answer settled."""
@@ -183,22 +190,38 @@ def wait_for(kube: Kube, api_version: str, kind: str, name: str, namespace: str 
     def once() -> dict | None | bool:
         if guard is not None:
             guard()
-        listed = kube.list(api_version, kind, namespace, field_selector=selector)
-        items = listed.get("items") or []
-        if observe(items[0] if items else None):
-            return state["last"]
-        rv = listed["metadata"]["resourceVersion"]
+        obj = None
+        if not state["list"]:
+            obj = kube.get(api_version, kind, name, namespace)
+            if observe(obj):
+                return state["last"]
+        if obj is not None:
+            rv = obj["metadata"]["resourceVersion"]
+        else:  # absent: a list says from which version on to watch for it
+            listed = kube.list(api_version, kind, namespace, field_selector=selector)
+            items = listed.get("items") or []
+            if observe(items[0] if items else None):
+                return state["last"]
+            rv = listed["metadata"]["resourceVersion"]
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
         window = wake_in(remaining)
         watch_ends = time.monotonic() + window
+        try:
+            return watch(rv, window, watch_ends)
+        except ApiError as e:
+            if e.status == 410:  # the version is older than the server keeps: start again from a list
+                state["list"] = True
+            raise
+
+    def watch(rv: str, window: int, watch_ends: float) -> dict | None | bool:
         for event in kube.watch(api_version, kind, namespace, resource_version=rv,
                                 field_selector=selector, timeout_seconds=window):
             etype, obj = event.get("type"), event.get("object") or {}
             if etype == "BOOKMARK":
                 continue
-            if etype == "ERROR":  # usually 410 Gone: start again from a fresh list
+            if etype == "ERROR":  # usually 410 Gone
                 raise ApiError(obj.get("code", 410), obj, "WATCH", kind)
             if observe(None if etype == "DELETED" else obj):
                 return state["last"]

@@ -57,7 +57,7 @@ def traffic_needs() -> set[tuple[str, str, str]]:
             api_version = {"InferencePool": "inference.networking.k8s.io/v1"}.get(doc["kind"], doc["apiVersion"])
             resource = resource_of({"apiVersion": api_version, "kind": doc["kind"]})
             needs |= {(resource.group, resource.plural, verb)
-                      for verb in ("create", "delete", "list", "patch", "watch")}
+                      for verb in ("create", "delete", "get", "list", "patch", "watch")}
             if doc["kind"] == "Role":
                 needs |= {(group, res, verb) for rule in doc["rules"] for group in rule["apiGroups"]
                           for res in rule["resources"] for verb in rule["verbs"]}
@@ -130,10 +130,11 @@ def test_whole_suite_passes_with_only_the_role(restricted, tmp_path):
             used.add((ref.get("apiGroup", ""), resource, e["verb"]))
             if e["verb"] == "patch" and e["responseStatus"]["code"] == 201:  # an apply that created
                 used.add((ref.get("apiGroup", ""), resource, "create"))
-    # A passing run need not watch (each wait lists first) nor read events (failure evidence).
-    # Nor can it use what only the traffic tier needs (left out here: test_role_grants_what_the_traffic_tier_needs).
-    unused = sorted(g for g in role_grants() - used - traffic_needs()
-                    if g[2] != "watch" and g != ("", "events", "list"))
+    # A passing run need not list nor watch (each wait reads its object first, lists only when it is
+    # absent, and watches only when the read does not show the awaited state), nor read events
+    # (failure evidence). Nor can it use what only the traffic tier needs (left out here:
+    # test_role_grants_what_the_traffic_tier_needs).
+    unused = sorted(g for g in role_grants() - used - traffic_needs() if g[2] not in ("list", "watch"))
     assert not unused, f"the ClusterRole grants what the suite never uses: {unused}"
     assert {("inference.networking.x-k8s.io", "inferencepools", "watch"),
             ("inference.networking.k8s.io", "inferencepools", "watch")} <= used
