@@ -1,6 +1,6 @@
 """Wall time of the whole suite on the embedded default, the way the README runs it.
 
-    python bench/suite_wall.py [--runs 3] [--workers 2] [-- PYTEST_ARGS...]
+    python bench/suite_wall.py [--runs 3] [--workers 3] [-- PYTEST_ARGS...]
 
 Each run is `pytest -n WORKERS` in the checkout (`--workers 1`: plain `pytest`,
 one process): it starts its own control plane and the reference
@@ -58,7 +58,7 @@ def one_run(workers: int, extra: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=3, help="pytest-xdist workers (README command 1: 3)")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = ap.parse_args()
     runs = [one_run(args.workers, args.pytest_args) for _ in range(args.runs)]

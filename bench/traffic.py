@@ -1,9 +1,9 @@
 """The traffic tier's figures: its wall time in the suite, request latency through the data plane, and
 runs in a row with nothing left behind.
 
-    python bench/traffic.py [--runs 3] [--requests 200] [--repeat 0]
+    python bench/traffic.py [--runs 3] [--workers 3] [--requests 200] [--repeat 0]
 
-1. Wall time of the traffic tests on the embedded default (`pytest -n 2 -k <the traffic tests>`, start
+1. Wall time of the traffic tests on the embedded default (`pytest -n 3 -k <the traffic tests>`, start
    to exit: the cluster, the data plane, the reference, the tests, the teardown), `--runs` times.
 2. Latency of a steered request through the whole path (client -> bridge out of the sandbox -> Envoy ->
    ext_proc to upstream's EPP -> model server), `--requests` sequential POSTs: p50, p95.
@@ -48,10 +48,10 @@ def leftovers() -> list[str]:
     return found
 
 
-def suite_run() -> tuple[float, bool, list[str]]:
+def suite_run(workers: int) -> tuple[float, bool, list[str]]:
     with tempfile.TemporaryDirectory() as results:
         t = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-k", TESTS,
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", str(workers), "-k", TESTS,
                                f"--results-dir={results}"], cwd=REPO, capture_output=True, text=True)
         wall = time.monotonic() - t
         lines = done.stdout.strip().splitlines()
@@ -120,12 +120,13 @@ def latency(n: int) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=3, help="pytest-xdist workers (README command 1: 3)")
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=0, help="more runs in a row, counting flakes and leftovers")
     args = ap.parse_args()
     walls = []
     for _ in range(args.runs):
-        wall, ok, why = suite_run()
+        wall, ok, why = suite_run(args.workers)
         if not ok:
             sys.exit("the traffic tests failed: " + "\n  ".join(why))
         walls.append(wall)
@@ -133,21 +134,21 @@ def main() -> None:
     flakes, left, failures = 0, [], []
     for i in range(args.repeat):
         before = set(leftovers())  # what other jobs on the machine hold is not this run's
-        _, ok, why = suite_run()
+        _, ok, why = suite_run(args.workers)
         if not ok:
             flakes += 1
             failures += [f"run {i + 1}: {line}" for line in why]
             print(*failures[-len(why):], sep="\n", flush=True)
         left += sorted(set(leftovers()) - before)
     w, lat = summary(walls), summary(ms)
-    rows = [("traffic tests, start to exit (pytest -n 2)",
+    rows = [(f"traffic tests, start to exit (pytest -n {args.workers})",
              f"p50 {w['p50']:.1f}s (min {w['min']:.1f}, max {w['max']:.1f}, {w['n']} runs)"),
             ("request through the data plane",
              f"p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms ({lat['n']} requests)")]
     if args.repeat:
         rows.append((f"{args.repeat} runs in a row", f"{flakes} failed; left behind: {len(left)} {left[:3]}"))
-    report("traffic", rows, {"wall": w, "latency_ms": lat, "repeat": args.repeat, "flakes": flakes,
-                             "leftovers": left, "failures": failures})
+    report("traffic", rows, {"workers": args.workers, "wall": w, "latency_ms": lat, "repeat": args.repeat,
+                             "flakes": flakes, "leftovers": left, "failures": failures})
 
 
 if __name__ == "__main__":

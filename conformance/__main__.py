@@ -2,7 +2,7 @@
 
   inferencepool-conformance [OPTIONS]      run the whole suite (`python -m conformance [OPTIONS]` is the same):
                                            the same options as `pytest --pyargs conformance.tests [OPTIONS]`,
-                                           the suite's (below) and pytest's (-n 2, -k EXPR, -x, ...); with
+                                           the suite's (below) and pytest's (-n 3, -k EXPR, -x, ...); with
                                            no --kubeconfig, on the embedded cluster with the reference
                                            implementation. It prints the suite's version and the API
                                            revisions it knows first, and where the results went last.
