@@ -22,10 +22,11 @@ def run(argv: list[str], banner: bool = True) -> int:
     """Run the suite with pytest: `argv` are the suite's and pytest's options (and tests, if any)."""
     if banner:
         print(describe(), flush=True)
-    # The suite's plugin (also with plugin autoloading off), strict markers, no cache directory.
+    # The suite's plugin (also with plugin autoloading off), strict markers, no cache directory,
+    # plain asserts (the suite's each carry their message; rewriting them costs each process CPU).
     return int(pytest.main(["--pyargs", "-p", "conformance.plugin", "-p", __name__, "-p", "no:cacheprovider",
-                            "--strict-markers", "-W", f"ignore:{_ALREADY_IMPORTED}:pytest.PytestAssertRewriteWarning",
-                            *argv]))
+                            "--strict-markers", "--assert=plain",
+                            "-W", f"ignore:{_ALREADY_IMPORTED}:pytest.PytestAssertRewriteWarning", *argv]))
 
 
 def describe() -> str:

@@ -52,10 +52,11 @@ def live_cluster(tmp_path):
 
 
 # The meta-tests that take minutes, longest first (each several minutes on a busy two-core machine).
+# (Node ids are relative to this directory, the rootdir of tests/pytest.ini.)
 FIRST = (
-    "tests/test_fault_catching.py::test_every_fault_is_caught_by_its_tests_alone",
-    "tests/test_crd_mutants.py::test_every_loosened_crd_fails_the_schema_tier[v1.6]",
-    "tests/test_crd_mutants.py::test_every_loosened_crd_fails_the_schema_tier[seed]",
+    "test_fault_catching.py::test_every_fault_is_caught_by_its_tests_alone",
+    "test_crd_mutants.py::test_every_loosened_crd_fails_the_schema_tier[v1.6]",
+    "test_crd_mutants.py::test_every_loosened_crd_fails_the_schema_tier[seed]",
 )
 
 
