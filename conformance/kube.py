@@ -298,6 +298,21 @@ class Kube:
                 return None
             raise
 
+    @staticmethod
+    def removed(answer: dict | None) -> bool:
+        """Whether a `delete`'s answer says the object is gone already: it was not there, or the
+        server removed it at once (a Status of success, or the object as deleted). An object whose
+        deletion waits (finalizers pending, or a grace period running) is still there.
+
+        An object deleted at once may carry a deletion timestamp all the same: kinds with a grace
+        period (a Pod not bound to a node, say) are marked with a period of 0 and then removed."""
+        if answer is None:
+            return True
+        if answer.get("kind") == "Status":
+            return answer.get("status") == "Success"
+        md = answer.get("metadata") or {}
+        return not md.get("finalizers") and not md.get("deletionGracePeriodSeconds")
+
     def watch(self, api_version: str, kind: str, namespace: str | None, *, resource_version: str,
               field_selector: str | None = None, timeout_seconds: int = 60) -> Iterator[dict]:
         """Yield watch events ({type, object}) until the server ends the watch."""

@@ -512,16 +512,17 @@ class SuiteSession:
                 self._delete_namespace_itself(name)
 
     def delete_objects(self, namespace: str, created: list[tuple[str, str, str]]) -> None:
-        """Delete these objects of a namespace and wait until each is gone; the objects are
-        independent, so the requests are in flight together."""
+        """Delete these objects of a namespace and wait until each is gone (those the server
+        removed at once are not looked for again); the objects are independent, so the requests are
+        in flight together."""
         kube = self.kube
         deadline = time.monotonic() + self.opts.timeouts.DeleteTimeout
 
-        def delete(ref: tuple[str, str, str]) -> None:
+        def delete(ref: tuple[str, str, str]) -> dict | None:
             # A delete is safe to repeat: retry it through a restarting API server.
             for attempt in retrying(deadline):
                 with attempt:
-                    kube.delete(*ref, namespace)
+                    return kube.delete(*ref, namespace)
 
         def gone(ref: tuple[str, str, str]) -> None:
             api_version, kind, obj_name = ref
@@ -530,8 +531,9 @@ class SuiteSession:
                      expected="the object is gone")
 
         refs = list(reversed(created))
-        kube.concurrently(delete, refs)
-        kube.concurrently(gone, refs)
+        answers = kube.concurrently(delete, refs)
+        # Only what the server kept (finalizers pending, a grace period) is waited for.
+        kube.concurrently(gone, [ref for ref, answer in zip(refs, answers, strict=True) if not kube.removed(answer)])
 
     def _delete_namespace(self, name: str) -> None:
         self.delete_objects(name, self.kube.created.pop(name, []))

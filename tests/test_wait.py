@@ -5,6 +5,7 @@ started. It never polls: the change comes by the watch."""
 
 import threading
 
+from conformance.kube import Kube
 from conformance.wait import wait_for
 
 
@@ -60,3 +61,38 @@ def test_a_new_object_is_waited_for_from_its_own_version(kube):
                         what="configmap default/waited to be deleted", expected="the object is gone") is None
     finally:
         kube.delete("v1", "ConfigMap", "waited", "default")
+
+
+def test_a_delete_answer_says_whether_there_is_anything_left_to_wait_for(kube):
+    """The suite's cleanup waits only for what the server kept: `Kube.removed` reads the DELETE's
+    answer, whatever form the server gives it (the object as deleted, a Status, nothing)."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept", "namespace": "default"}}
+    kube.create({**cm, "metadata": {**cm["metadata"], "finalizers": ["example.com/hold"]}})
+    try:
+        held = kube.delete("v1", "ConfigMap", "kept", "default")
+        assert not Kube.removed(held), f"a finalizer holds it, yet the answer says gone: {held}"
+        assert kube.get("v1", "ConfigMap", "kept", "default") is not None
+    finally:
+        kube.patch("v1", "ConfigMap", "kept", {"metadata": {"finalizers": None}}, namespace="default")
+    assert Kube.removed(kube.delete("v1", "ConfigMap", "kept", "default")), "gone already: the answer is None"
+
+    kube.create(cm)
+    answer = kube.delete("v1", "ConfigMap", "kept", "default")
+    assert Kube.removed(answer), f"deleted at once, yet the answer says kept: {answer}"
+    assert kube.get("v1", "ConfigMap", "kept", "default") is None
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unscheduled", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "example.com/none"}]}}
+    kube.create(pod)
+    answer = kube.delete("v1", "Pod", "unscheduled", "default")  # no node: no grace period
+    assert Kube.removed(answer), f"deleted at once, yet the answer says kept: {answer}"
+    assert kube.get("v1", "Pod", "unscheduled", "default") is None
+
+    bound = {**pod, "metadata": {**pod["metadata"], "name": "bound"}, "spec": {**pod["spec"], "nodeName": "nowhere"}}
+    kube.create(bound)
+    try:
+        answer = kube.delete("v1", "Pod", "bound", "default")  # on a node: its kubelet has 30 s to stop it
+        assert not Kube.removed(answer), f"a grace period runs, yet the answer says gone: {answer}"
+        assert kube.get("v1", "Pod", "bound", "default") is not None
+    finally:
+        kube.request("DELETE", "/api/v1/namespaces/default/pods/bound", body={"gracePeriodSeconds": 0})
