@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from kubernetes import config as k8s_config
@@ -38,11 +39,10 @@ from .features import CORE_FEATURES, FEATURES, REFERENCE_CONTROLLER, REFERENCE_G
 from .kube import ApiError, Kube
 from .options import Options
 from .topology import Silence
-from .traffic import netns
-from .traffic.embedded import DataPlane
-from .traffic.envoy import EnvoyNotFound
-from .traffic.netns import SandboxUnavailable
 from .wait import retrying, wait_for
+
+if TYPE_CHECKING:
+    from .traffic.embedded import DataPlane
 
 EXIT_ENVIRONMENT = 3  # the cluster cannot be used
 EXIT_USAGE = 4  # pytest's own code for bad input
@@ -577,6 +577,13 @@ class SuiteSession:
         if self.opts.skip_traffic or TRAFFIC_FEATURE in self.opts.exempt_features:
             self._traffic_skip = "not-supported: the traffic tier is off (--skip-traffic or --exempt-features)"
             return
+        # Imported here: only the process that starts the data plane needs it (a worker's start is
+        # on the run's critical path, and these modules cost it about 30 ms of CPU).
+        from .traffic import netns
+        from .traffic.embedded import DataPlane
+        from .traffic.envoy import EnvoyNotFound
+        from .traffic.netns import SandboxUnavailable
+
         if reason := netns.available():
             self._traffic_skip = reason
             return

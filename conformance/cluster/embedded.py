@@ -25,10 +25,14 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
-from . import binary, pki, scratch
+from . import binary, scratch
+
+if TYPE_CHECKING:
+    from . import pki
 
 _CONTROLLERS = [
     "namespace-controller",
@@ -131,6 +135,10 @@ class EmbeddedCluster:
 
     def _start(self, kcp: Path) -> None:
         assert self.dir is not None
+        # Imported here: a process that only uses a cluster (a pytest-xdist worker) never makes keys,
+        # and `cryptography` costs its start about 20 ms of CPU.
+        from . import pki
+
         certs = pki.generate(self.dir)
         deadline = time.monotonic() + self.startup_timeout
         files = self._crd_files()
