@@ -32,18 +32,18 @@ POD = "10.244.0.5"
 PY = [sys.executable, "-I", "-S", "-c"]
 PROBE = [sys.executable, "-I", "-S", str(Path(__file__).with_name("probe.py"))]
 
-# Inside the sandbox: GET URL with the CA and client certificate given, N times over T threads; print
+# Inside the sandbox: GET URL with the CA and bearer token given, N times over T threads; print
 # one JSON line: the statuses seen, the gitVersion of the first answer, the errors.
 HTTPS_CLIENT = """
 import json, ssl, sys, threading, urllib.request
-url, ca, cert, key, n, t = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+url, ca, token, n, t = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 ctx = ssl.create_default_context(cafile=ca)
-ctx.load_cert_chain(cert, key)
 statuses, versions, errors, lock = [], [], [], threading.Lock()
 def work(count):
     for _ in range(count):
         try:
-            with urllib.request.urlopen(url + "/version", context=ctx, timeout=20) as r:
+            request = urllib.request.Request(url + "/version", headers={"Authorization": "Bearer " + token})
+            with urllib.request.urlopen(request, context=ctx, timeout=20) as r:
                 body = json.load(r)
             with lock:
                 statuses.append(r.status); versions.append(body["gitVersion"])
@@ -91,11 +91,10 @@ def sandbox():
 
 @pytest.fixture(scope="module")
 def credentials(cluster):
-    """(server URL, CA file, client certificate file, client key file) from the cluster's kubeconfig."""
+    """(server URL, CA file, bearer token) from the cluster's kubeconfig."""
     config = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     server = config["clusters"][0]["cluster"]
-    user = config["users"][0]["user"]
-    return server["server"], server["certificate-authority"], user["client-certificate"], user["client-key"]
+    return server["server"], server["certificate-authority"], config["users"][0]["user"]["token"]
 
 
 @pytest.fixture
