@@ -6,8 +6,10 @@ The one exception is a pytest-xdist run of the suite's tests on the embedded
 cluster: there the controller starts the cluster and the implementation as
 its session starts, while the workers start, and every worker uses them
 (`ClusterHost`), rather than each worker starting a cluster of its own.
-Input problems found here end the run with one line (`pytest.exit`) before
-any test applies anything.
+Input problems found here end the run with one line (`pytest.exit`): those of
+the cluster before any test applies anything; under pytest-xdist, those of the
+implementation at the first test that needs it (the tests of the API server
+alone do not wait for the implementation to start).
 """
 
 from __future__ import annotations
@@ -93,49 +95,58 @@ class ClusterHost:
     The controller starts them in a thread of its own as soon as its session
     starts, so that the cluster boots while the workers start and collect, and
     one cluster and one implementation serve every worker (as a user's cluster
-    does under `-n`). Until they are up, or have failed, the thread holds an
-    exclusive lock on `lock`; it then writes `state.json` (the kubeconfig, or
-    the line and exit code that end the run) and lets go. A worker takes the
-    lock shared, which blocks until then, and reads the state. The thread that
-    started the implementation waits for it to exit and writes its exit code to
-    `implementation.exit`, which workers look at before each status wait.
+    does under `-n`). It publishes in two stages, each a state file written
+    under an exclusive lock that the thread holds from the start and lets go
+    once the file is written: `cluster.json` when the API server is up (its
+    kubeconfig), and `state.json` when the implementation is up too (or, in
+    either, the line and exit code that end the run). A worker takes a lock
+    shared, which blocks until then, and reads its file: the tests of the API
+    server alone start while the implementation is still starting. The thread
+    that started the implementation waits for it to exit and writes its exit
+    code to `implementation.exit`, which workers look at before each status wait.
     """
 
-    STATE, LOCK, EXITED = "state.json", "lock", "implementation.exit"
+    CLUSTER, STATE, EXITED = "cluster", "state", "implementation.exit"
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self._state: dict | None = None
+        self._states: dict[str, dict] = {}
 
-    def hold(self) -> int:
-        """Take the lock exclusively (the controller, before any worker starts); returns its descriptor."""
-        fd = os.open(self.dir / self.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return fd
+    def hold(self) -> dict[str, int]:
+        """Take both locks exclusively (the controller, before any worker starts); their descriptors."""
+        fds = {}
+        for stage in (self.CLUSTER, self.STATE):
+            fds[stage] = os.open(self.dir / f"{stage}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fds[stage], fcntl.LOCK_EX)
+        return fds
 
-    def publish(self, fd: int, state: dict) -> None:
-        tmp = self.dir / (self.STATE + ".tmp")
+    def publish(self, fd: int, stage: str, state: dict) -> None:
+        tmp = self.dir / f"{stage}.json.tmp"
         tmp.write_text(json.dumps(state))
-        os.rename(tmp, self.dir / self.STATE)
+        os.rename(tmp, self.dir / f"{stage}.json")
         os.close(fd)  # lets go of the lock
 
-    def state(self) -> dict:
-        """The state, once the controller has published it (blocks until then)."""
-        if self._state is None:
-            self._state = self._read_state()
-        return self._state
+    def cluster_state(self) -> dict:
+        """The cluster's state, once the controller has published it (blocks until then)."""
+        return self._read(self.CLUSTER)
 
-    def _read_state(self) -> dict:
-        fd = os.open(self.dir / self.LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        finally:
-            os.close(fd)
-        try:
-            return json.loads((self.dir / self.STATE).read_text())
-        except (OSError, ValueError):
-            return {"exit": "the pytest-xdist controller ended before the embedded cluster was up",
-                    "returncode": EXIT_ENVIRONMENT}
+    def state(self) -> dict:
+        """The whole state (the implementation's too), once the controller has published it (blocks until then)."""
+        return self._read(self.STATE)
+
+    def _read(self, stage: str) -> dict:
+        if stage not in self._states:
+            fd = os.open(self.dir / f"{stage}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            finally:
+                os.close(fd)
+            try:
+                self._states[stage] = json.loads((self.dir / f"{stage}.json").read_text())
+            except (OSError, ValueError):
+                self._states[stage] = {"exit": "the pytest-xdist controller ended before the embedded cluster "
+                                               "was up", "returncode": EXIT_ENVIRONMENT}
+        return self._states[stage]
 
     def exited(self, code: int) -> None:
         try:
@@ -264,10 +275,14 @@ class SuiteSession:
     def _hosted_kubeconfig(self) -> str:
         """The kubeconfig of the cluster the pytest-xdist controller started (waits until it is up)."""
         assert self.host is not None
-        state = self.host.state()
+        return self._from_host(self.host.cluster_state())["kubeconfig"]
+
+    @staticmethod
+    def _from_host(state: dict) -> dict:
+        """A state the controller published; the run ends here when it says so."""
         if "exit" in state:
             pytest.exit(state["exit"], returncode=state.get("returncode", EXIT_ENVIRONMENT))
-        return state["kubeconfig"]
+        return state
 
     # -- the cluster shared by pytest-xdist's workers -------------------------------
 
@@ -275,16 +290,18 @@ class SuiteSession:
         """Start the embedded cluster and the implementation for the workers (the pytest-xdist
         controller, before its workers start); `directory` is handed to them."""
         self.host = ClusterHost(directory)
-        fd = self.host.hold()
-        self._hosting = threading.Thread(target=self._host, args=(fd,), name="ipc-cluster-host", daemon=True)
+        fds = self.host.hold()
+        self._hosting = threading.Thread(target=self._host, args=(fds,), name="ipc-cluster-host", daemon=True)
         self._hosting.start()
 
-    def _host(self, fd: int) -> None:
+    def _host(self, fds: dict[str, int]) -> None:
         assert self.host is not None
         state: dict = {}
         try:
             kube = self.kube  # starts the cluster and settles the revisions, as a worker's first contact would
             state["kubeconfig"] = str(self.manager.kubeconfig)
+            # The tests of the API server alone need nothing more: they start while the implementation does.
+            self.host.publish(fds.pop(self.host.CLUSTER), self.host.CLUSTER, state)
             self.bring_up_implementation(kube)
             state["implementation"] = self._implementation is not None
             state["traffic_routes"] = self.dataplane.routes() if self.dataplane else {}
@@ -297,7 +314,8 @@ class SuiteSession:
         finally:
             if "exit" in state:  # the workers' own words do not reach the terminal
                 self._messages.append(state["exit"])
-            self.host.publish(fd, state)
+            for stage, fd in fds.items():
+                self.host.publish(fd, stage, state)
             self._hosted.set()
         # PR_SET_PDEATHSIG fires when the thread that started the implementation ends: this one
         # waits for the implementation, so it ends only after it (or with the process).
@@ -329,7 +347,10 @@ class SuiteSession:
 
     def _bring_up_implementation(self, kube: Kube) -> bool:
         opts = self.opts
-        if not opts.embedded or (self.host is not None and not self.hosting):
+        if self.host is not None and not self.hosting:  # the controller brings it up: wait until it has
+            self._from_host(self.host.state())
+            return False
+        if not opts.embedded:
             return False
         if opts.implementation_command or not opts.gateway_class:
             self._start_dataplane()
@@ -610,7 +631,7 @@ class SuiteSession:
             pytest.skip("not-supported: the traffic tier is off (--skip-traffic)")
         if self._traffic_routes is None:
             if self.host is not None and not self.hosting:
-                state = self.host.state()
+                state = self._from_host(self.host.state())
                 self._traffic_routes, self._traffic_skip = state.get("traffic_routes") or {}, state.get("traffic_skip")
             else:
                 self._host_started()
@@ -655,7 +676,7 @@ class SuiteSession:
         if self._implementation is not None:
             return True
         if self.host is not None and not self.hosting and self.opts.embedded:
-            return bool(self.host.state().get("implementation"))
+            return bool(self._from_host(self.host.state()).get("implementation"))
         return False
 
     def check_implementation(self) -> None:
