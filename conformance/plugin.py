@@ -46,6 +46,8 @@ from .wait import WaitTimeout, trim, wait_for
 SESSION = pytest.StashKey[SuiteSession]()
 XDIST_CHUNK = 4  # tests pytest-xdist sends a worker at a time (its --maxschedchunk), unless told otherwise
 HOST_DIR = pytest.StashKey[Path]()  # the pytest-xdist controller's: where its workers find the shared cluster
+WORKER_EXIT = "ipc_exit"  # in a pytest-xdist worker's workeroutput: the line and exit code it ended the run with
+WORKER_ENDED = pytest.StashKey[list]()  # the controller's: the first of those
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -310,6 +312,43 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for line in rules.format_matrix(rules.matrix(session.items)):
             tr.write_line(line)
         pytest.exit("rule coverage printed", returncode=0)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """A test that ends the run (`pytest.exit`: a GatewayClass that never gets Accepted, an implementation
+    that does not start) ends it from a pytest-xdist worker too.
+
+    pytest-xdist cannot end a run from a worker in the middle of a test: its controller counts the
+    test as crashed, stops with an internal error, and the line is lost. Such a worker stops after
+    this test instead and hands the line and the exit code to the controller, which ends the run with
+    them (`pytest_runtestloop`); the other workers stop after their current test."""
+    try:
+        return (yield)
+    except pytest.exit.Exception as e:
+        if not hasattr(item.config, "workeroutput"):
+            raise
+        item.session.shouldstop = e.msg
+        item.config.workeroutput[WORKER_EXIT] = [e.msg, e.returncode]
+        return True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    ended = (getattr(node, "workeroutput", None) or {}).get(WORKER_EXIT)
+    if ended and WORKER_ENDED not in node.config.stash:
+        node.config.stash[WORKER_ENDED] = ended
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop(session: pytest.Session):
+    try:
+        return (yield)
+    except KeyboardInterrupt:  # pytest-xdist's Interrupted, once a worker has stopped the run
+        ended = session.config.stash.get(WORKER_ENDED, None)
+        if ended is None:
+            raise
+        pytest.exit(ended[0], returncode=ended[1])
 
 
 @pytest.hookimpl(wrapper=True)

@@ -131,6 +131,23 @@ def test_gateway_class_that_does_not_exist():
     assert "GatewayClass 'no-such-class' does not exist" in result.stdout
 
 
+@pytest.mark.parametrize("args, line", [
+    (["--gateway-class=no-such-class"], "GatewayClass 'no-such-class' does not exist on the cluster"),
+    (["--implementation-command=/nonexistent/implementation"],
+     "cannot start the implementation (/nonexistent/implementation): No such file or directory"),
+], ids=["gateway-class", "implementation-command"])
+def test_a_worker_ends_the_run_with_the_line_and_the_code(args, line):
+    """Under pytest-xdist (README command 1) the test that finds the problem runs in a worker, after
+    the tests of the API server alone have begun: the run still ends with the one line and exit
+    code 4, not with pytest-xdist's internal error."""
+    result = run_suite("-n", "2", "--skip-traffic", *args, "conformance/tests/test_schema.py",
+                       "conformance/tests/test_pool_accepted.py")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert f"Exit: {line}" in result.stdout, result.stdout
+    assert "INTERNALERROR" not in result.stdout + result.stderr, result.stdout + result.stderr
+    assert "the run ended early (exit status 4)" in result.stdout, result.stdout
+
+
 @pytest.fixture(scope="module")
 def bare_cluster():
     """A cluster with the Gateway API CRDs and no InferencePool CRD; the tests add what they need."""
