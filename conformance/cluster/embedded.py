@@ -14,7 +14,6 @@ import atexit
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import socket
 import ssl
@@ -199,15 +198,6 @@ class EmbeddedCluster:
         ])
         # kube-apiserver backs off for a second and more when etcd is not there yet.
         self._wait(deadline, "etcd to listen", lambda: _listening(etcd_port))
-        # The admin's clients (the suite, the implementation) present a bearer token: a client
-        # certificate would cost the API server a signature check on every request, about 6 % of its
-        # CPU in a run. The controller manager keeps its certificate.
-        admin_token = secrets.token_urlsafe(32)
-        tokens = self.dir / "apiserver" / "tokens.csv"
-        tokens.parent.mkdir(exist_ok=True)
-        fd = os.open(tokens, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:  # token,user,uid,"groups"
-            f.write(f'{admin_token},inferencepool-conformance-admin,admin,"system:masters"\n')
         self._spawn(kcp, "kube-apiserver", [
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
@@ -216,7 +206,7 @@ class EmbeddedCluster:
             f"--tls-cert-file={certs.apiserver.cert}",
             f"--tls-private-key-file={certs.apiserver.key}",
             f"--client-ca-file={certs.ca}",
-            f"--token-auth-file={tokens}",
+            f"--token-auth-file={certs.tokens}",
             "--anonymous-auth=false",
             "--authorization-mode=RBAC",
             f"--etcd-servers=https://127.0.0.1:{etcd_port}",
@@ -237,7 +227,9 @@ class EmbeddedCluster:
         ctx.load_cert_chain(str(certs.admin.cert), str(certs.admin.key))
         self._ssl = ctx
         self.kubeconfig = self.dir / "kubeconfig"
-        _write_yaml(self.kubeconfig, _kubeconfig(self.server, certs.ca, "admin", token=admin_token))
+        # The admin's clients (the suite, the implementation) present the token; the controller
+        # manager keeps its certificate.
+        _write_yaml(self.kubeconfig, _kubeconfig(self.server, certs.ca, "admin", token=certs.admin_token))
         if bootstrapped:
             self._wait(deadline, "kube-apiserver /readyz", lambda: self._get(_READYZ_BOOTSTRAPPED) is not None)
             for path in _BOOTSTRAPPED.values():

@@ -2,8 +2,9 @@
 
 Everything is made fresh per cluster and written 0600 into the cluster's
 private directory: a CA, serving certificates for etcd and kube-apiserver,
-client certificates (apiserver -> etcd, the admin, the controller-manager) and
-the ServiceAccount token signing key. ECDSA P-256 keeps generation instant.
+client certificates (apiserver -> etcd, the admin, the controller-manager),
+the ServiceAccount token signing key, and a bearer token for the same admin
+(kube-apiserver's token file). ECDSA P-256 keeps generation instant.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,9 @@ _LOOPBACK_SANS = [
     x509.DNSName("localhost"),
     x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
 ]
+
+
+_ADMIN = "inferencepool-conformance-admin"
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -60,6 +65,8 @@ class ClusterPKI:
     controller_manager: KeyPair
     sa_key: Path
     sa_pub: Path
+    admin_token: str
+    tokens: Path  # kube-apiserver's --token-auth-file: the admin_token, for the admin's user and groups
 
 
 class _CA:
@@ -161,15 +168,22 @@ def generate(directory: Path) -> ClusterPKI:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ),
     )
+    # The admin's clients present this token rather than the certificate: kube-apiserver would check
+    # the certificate's signature on every request, about 6 % of its CPU in a run.
+    admin_token = secrets.token_urlsafe(32)
+    tokens = directory / "tokens.csv"  # token,user,uid,"groups"
+    _write_private(tokens, f'{admin_token},{_ADMIN},admin,"system:masters"\n'.encode())
     return ClusterPKI(
         ca=ca_path,
         etcd_server=pair("etcd-server", "etcd", server=True, client=True),
         etcd_client=pair("apiserver-etcd-client", "kube-apiserver-etcd-client", client=True),
         apiserver=pair("apiserver", "kube-apiserver", server=True),
-        admin=pair("admin", "inferencepool-conformance-admin", org="system:masters", client=True),
+        admin=pair("admin", _ADMIN, org="system:masters", client=True),
         controller_manager=pair(
             "controller-manager", "system:kube-controller-manager", org="system:masters", client=True
         ),
         sa_key=sa_key,
         sa_pub=sa_pub,
+        admin_token=admin_token,
+        tokens=tokens,
     )
