@@ -244,24 +244,30 @@ class Kube:
                             body=obj, query=_write_query(dry_run, field_validation))
 
     def write_latest(self, api_version: str, kind: str, name: str, namespace: str | None,
-                     write: Callable[[dict], R], *, attempts: int = 10) -> tuple[dict, R]:
-        """(the object as read, `write(a copy of it)`): a read-modify-write against the version just read.
+                     write: Callable[[dict], R], *, current: dict | None = None,
+                     attempts: int = 10) -> tuple[dict, R]:
+        """(the object written against, `write(a copy of it)`): a read-modify-write against the
+        version last seen.
 
         A controller may write the object at any moment; a write that loses
         that race (409) reads again and is retried, so what the write replaced
         is exactly what was read, and another writer's timing never fails it.
+        `current` is the object as the caller last saw it (a create's answer,
+        say): the first write is tried against it, and the object is read only
+        when that write loses.
         """
         for _ in range(attempts):
-            current = self.get(api_version, kind, name, namespace)
             if current is None:
-                raise ApiError(404, {"message": f"{kind} {namespace}/{name} is gone"}, "GET",
-                               resource_of(api_version, kind).path(namespace, name))
+                current = self.get(api_version, kind, name, namespace)
+                if current is None:
+                    raise ApiError(404, {"message": f"{kind} {namespace}/{name} is gone"}, "GET",
+                                   resource_of(api_version, kind).path(namespace, name))
             try:
                 return current, write(copy.deepcopy(current))
             except ApiError as e:
                 if e.status != 409:
                     raise
-                lost = e
+                lost, current = e, None
         raise ApiError(409, {"message": f"every write lost to another writer of {kind} {namespace}/{name} "
                                         f"{attempts} times in a row: {lost.body.get('message')}"},
                        lost.method, lost.path)

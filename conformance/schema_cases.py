@@ -377,7 +377,7 @@ def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revis
             # Start from the complete base, then replace it with the case's object.
             start = merge_patch(bases["pool"], {"metadata": obj["metadata"]})
             created = kube.create(start)
-            result = _update_against_latest(kube, obj, case.field_validation)
+            result = _update_against_latest(kube, obj, case.field_validation, current=created)[1]
             note = foreign_status_note(result, created)
             if note:
                 # Judge the status as the create left it: absent stays absent.
@@ -394,22 +394,22 @@ def run_spec_case(kube: Kube, bases: dict, case: Case, via: str, revision: Revis
     check(case, revision, result, error)
 
 
-def _update_against_latest(kube: Kube, obj: dict, field_validation: str | None, *,
-                           subresource: str | None = None, dry_run: bool = False) -> dict:
-    """PUT `obj` against the version of the pool just read; on a conflict, read again and retry.
+def _update_against_latest(kube: Kube, obj: dict, field_validation: str | None, *, current: dict,
+                           subresource: str | None = None, dry_run: bool = False) -> tuple[dict, dict]:
+    """PUT `obj` against the version of the pool last seen (`current`); on a conflict, read and retry.
 
     What is judged is how the server validates and defaults the object sent,
     not who wrote last: a controller that writes the pool's status in between
     must not turn the case into a 409. (Custom resources take no update
-    without a resourceVersion.)
+    without a resourceVersion.) Returns the pool as written against, and the answer.
     """
     md = obj["metadata"]
 
-    def write(current: dict) -> dict:
+    def write(latest: dict) -> dict:
         body = copy.deepcopy(obj)
-        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        body["metadata"]["resourceVersion"] = latest["metadata"]["resourceVersion"]
         return kube.replace(body, subresource=subresource, dry_run=dry_run, field_validation=field_validation)
-    return kube.write_latest(obj["apiVersion"], obj["kind"], md["name"], md["namespace"], write)[1]
+    return kube.write_latest(obj["apiVersion"], obj["kind"], md["name"], md["namespace"], write, current=current)
 
 
 def foreign_status_note(result: dict, created: dict) -> str | None:
@@ -428,7 +428,16 @@ def foreign_status_note(result: dict, created: dict) -> str | None:
             "cannot change it")
 
 
-def run_status_case(kube: Kube, case: Case, revision: Revision, pool: dict) -> None:
+@dataclass
+class StatusPool:
+    """The real pool that status cases write to with dry-run: as created (what every case's patch
+    is merged over) and as last seen (the version the next write is tried against; a controller
+    may have written the pool's status since)."""
+    created: dict
+    seen: dict | None = None
+
+
+def run_status_case(kube: Kube, case: Case, revision: Revision, pool: StatusPool) -> None:
     """Send the case's status to /status (dry-run) as a merge patch over the pool as it was created.
 
     The patch is merged here, over the status the create stored, and the whole
@@ -436,14 +445,17 @@ def run_status_case(kube: Kube, case: Case, revision: Revision, pool: dict) -> N
     cannot change what the case starts from.
     """
     _same_api(case, revision)
-    if pool.get("apiVersion") != revision.api.api_version:
+    created = pool.created
+    if created.get("apiVersion") != revision.api.api_version:
         raise ValueError(f"case {case.name}: the pool given is not a {revision.api.api_version} pool")
-    md = pool["metadata"]
-    body = merge_patch(pool, case.patch)
+    md = created["metadata"]
+    body = merge_patch(created, case.patch)
     body["metadata"] = {"name": md["name"], "namespace": md["namespace"]}
     result = error = None
     try:
-        result = _update_against_latest(kube, body, None, subresource="status", dry_run=True)
+        # A dry-run write changes nothing: the version written against is still the latest.
+        pool.seen, result = _update_against_latest(kube, body, None, current=pool.seen or created,
+                                                   subresource="status", dry_run=True)
     except ApiError as e:
         if e.status not in (400, 422):
             raise

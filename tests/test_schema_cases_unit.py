@@ -242,4 +242,4 @@ def test_a_case_never_runs_with_another_apis_revision():
         schema_cases.run_spec_case(None, BASES["v1alpha2"], case, "dry-run", REVISIONS["v1.6"], "ns")
     status = next(c for c in BY_API["v1alpha2"] if c.target == "status")
     with pytest.raises(ValueError, match="written for API v1alpha2"):
-        schema_cases.run_status_case(None, status, REVISIONS["v1.6"], BASES["v1"]["pool"])
+        schema_cases.run_status_case(None, status, REVISIONS["v1.6"], schema_cases.StatusPool(BASES["v1"]["pool"]))

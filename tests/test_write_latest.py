@@ -7,7 +7,8 @@ such a write answers 409, which says nothing about the implementation.
 `Kube.write_latest` reads again and retries. Here a thread plays a controller
 far busier than a real one, rewriting the pool's status every 50 ms, on a real
 API server: a plain update from a version read before its write is refused,
-and `write_latest` lands on top of exactly what it read.
+and `write_latest` lands on top of exactly what it read (trying the version the
+caller last saw first, when it has one).
 """
 
 from __future__ import annotations
@@ -110,3 +111,25 @@ def test_write_latest_gives_up_with_one_line(kube, pool):
                           attempts=3)
     assert gave_up.value.status == 409
     assert str(gave_up.value).count("\n") == 0 and "3 times in a row" in str(gave_up.value), str(gave_up.value)
+
+
+def test_write_latest_tries_the_version_last_seen_first(kube, pool, monkeypatch):
+    """With `current`, a write against the latest version costs no read; against an older one, the
+    write is refused, the object read, and the write lands on what was read."""
+    ns, ours = pool["metadata"]["namespace"], _entry("other-controller", "Accepted")
+    reads: list[str] = []
+    get = kube.get
+    monkeypatch.setattr(kube, "get", lambda *a, **kw: reads.append(a[2]) or get(*a, **kw))
+
+    def add_ours(current: dict) -> dict:
+        current.setdefault("status", {}).setdefault("parent", []).append(ours)
+        return kube.replace(current, subresource="status")
+
+    before, written = kube.write_latest(POOL, "InferencePool", "pool", ns, add_ours, current=pool)
+    assert (reads, before) == ([], pool), "a write against the version just created read the pool first"
+    assert pool_parents(written) == [ours]
+
+    before, again = kube.write_latest(POOL, "InferencePool", "pool", ns, add_ours, current=pool)  # now old
+    assert reads == ["pool"], f"a write against an old version read the pool {len(reads)} times, not once"
+    assert before["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
+    assert pool_parents(again) == [ours, ours]

@@ -31,11 +31,11 @@ def status_pool(kube, base_namespace, api_revision):
     name = f"status-cases-{api.name}"
     pool = schema_cases.merge_patch(BASES[api.name]["pool"], {"metadata": {"name": name, "namespace": base_namespace}})
     try:
-        return kube.create(pool)  # deleted with the base namespace
+        return schema_cases.StatusPool(kube.create(pool))  # deleted with the base namespace
     except ApiError as e:
         if e.status != 409:  # created by an earlier module instance of this session: the same pool
             raise
-        return kube.get(api.api_version, "InferencePool", name, base_namespace)
+        return schema_cases.StatusPool(kube.get(api.api_version, "InferencePool", name, base_namespace))
 
 
 def _skip_unless_applies(case, revision):

@@ -45,17 +45,17 @@ def test_status_on_create_is_ignored(kube, namespace, api_revision, api):
 
 
 def test_status_on_update_is_ignored(kube, namespace, api):
-    kube.create(_pool(api, namespace))
+    created = kube.create(_pool(api, namespace))
     key = api.status_key
-    # Against the version just read, so the status before the write is exactly `before`.
+    # Against the version last seen, so the status before the write is exactly `before`.
     before, updated = kube.write_latest(api.api_version, "InferencePool", "pool", namespace,
-                                        lambda pool: kube.replace({**pool, "status": _status(api)}))
+                                        lambda pool: kube.replace({**pool, "status": _status(api)}), current=created)
     assert _parents(updated) == _parents(before), (
         f"an update of the main resource changed status.{key} from {_parents(before)} to {_parents(updated)}")
     before, patched = kube.write_latest(api.api_version, "InferencePool", "pool", namespace, lambda pool: kube.patch(
         api.api_version, "InferencePool", "pool",
         {"metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]}, "status": _status(api)},
-        namespace=namespace))
+        namespace=namespace), current=updated)
     assert _parents(patched) == _parents(before), (
         f"a patch of the main resource changed status.{key} from {_parents(before)} to {_parents(patched)}")
 
