@@ -9,6 +9,7 @@ import signal
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 from kubernetes import client, config
@@ -128,6 +129,21 @@ def api_client(kubeconfig: str | None) -> client.ApiClient:
     config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
     # Five or six watches hold a connection each; leave room for the writes.
     cfg.connection_pool_maxsize = 16
+    if cfg.refresh_api_key_hook is not None:
+        # The client would re-apply the kubeconfig before each request (and the loader's
+        # refresh puts itself back each time); a token is renewed minutes before it
+        # expires, so once a second is plenty.
+        renew, renewed = cfg.refresh_api_key_hook, [float("-inf")]
+
+        def renew_at_most_each_second(c: client.Configuration) -> None:
+            nonlocal renew
+            if time.monotonic() - renewed[0] >= 1.0:
+                renewed[0] = time.monotonic()
+                renew(c)
+                if c.refresh_api_key_hook not in (None, renew_at_most_each_second):
+                    renew = c.refresh_api_key_hook
+                c.refresh_api_key_hook = renew_at_most_each_second
+        cfg.refresh_api_key_hook = renew_at_most_each_second
     return client.ApiClient(cfg)
 
 
