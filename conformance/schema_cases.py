@@ -55,6 +55,31 @@ class Case:
             return None
         return self.expect.get(revision.name)
 
+    def __repr__(self) -> str:  # a test's parameter in the reports: its name, not all of its data
+        return f"{self.name} ({self.api}, {self.source})"
+
+
+@dataclass(frozen=True)
+class Sending:
+    """A case and one way of sending it: the one parameter of a schema test.
+
+    One parameter rather than two: pytest sets up each parameter of each test
+    as a fixture of its own, which the Allure results record in a file apiece.
+    """
+    case: Case
+    via: str
+
+    @property
+    def name(self) -> str:
+        return self.case.name
+
+    @property
+    def api(self) -> str:
+        return self.case.api
+
+    def __repr__(self) -> str:
+        return f"{self.case.name} via {self.via} ({self.case.api}, {self.case.source})"
+
 
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch (null deletes); returns a new object, sharing nothing."""
@@ -248,7 +273,7 @@ def params(cases: list[Case], target: str) -> list:
             continue
         for via in case.via:
             test_id = case.name if len(case.via) == 1 else f"{case.name}[{via}]"
-            out.append(pytest.param(case, via, id=test_id, marks=[pytest.mark.rule(*case.rules)]))
+            out.append(pytest.param(Sending(case, via), id=test_id, marks=[pytest.mark.rule(*case.rules)]))
     return out
 
 

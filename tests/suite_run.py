@@ -252,7 +252,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank = {name: n for n, name in enumerate(want.get("first") or [])}
 
     def key(item: pytest.Item) -> int:
-        case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
-        return rank.get(getattr(case, "name", None), len(rank))
+        sending = getattr(getattr(item, "callspec", None), "params", {}).get("sending")  # a schema test's case
+        return rank.get(getattr(sending, "name", None), len(rank))
 
     items.sort(key=key)  # stable: each case's vias, and everything not named, keep the suite's order

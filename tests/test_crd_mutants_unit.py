@@ -311,7 +311,7 @@ def test_the_run_keeps_the_tier_and_puts_the_named_cases_first(tmp_path, monkeyp
     from . import suite_run
 
     def item(module, case=None):
-        params = {"case": SimpleNamespace(name=case)} if case else {}
+        params = {"sending": SimpleNamespace(name=case)} if case else {}
         return SimpleNamespace(path=Path(module), callspec=SimpleNamespace(params=params), name=f"{module}:{case}")
 
     items = [item("test_schema.py", "a"), item("test_other.py"), item("test_schema.py", "b"),

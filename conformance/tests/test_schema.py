@@ -43,14 +43,15 @@ def _skip_unless_applies(case, revision):
         pytest.skip(f"{NOT_APPLICABLE_PREFIX} case {case.name} does not apply to API revision {revision.name}")
 
 
-@pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "spec"))
-def test_schema_spec(case, via, kube, api_revision, request):
+@pytest.mark.parametrize("sending", schema_cases.params(CASES, "spec"))
+def test_schema_spec(sending, kube, api_revision, request):
+    case, via = sending.case, sending.via
     _skip_unless_applies(case, api_revision)
     namespace = request.getfixturevalue("base_namespace" if via == "dry-run" else "shared_namespace")
     schema_cases.run_spec_case(kube, BASES[case.api], case, via, api_revision, namespace)
 
 
-@pytest.mark.parametrize(("case", "via"), schema_cases.params(CASES, "status"))
-def test_schema_status(case, via, kube, api_revision, status_pool):
-    _skip_unless_applies(case, api_revision)
-    schema_cases.run_status_case(kube, case, api_revision, status_pool)
+@pytest.mark.parametrize("sending", schema_cases.params(CASES, "status"))
+def test_schema_status(sending, kube, api_revision, status_pool):
+    _skip_unless_applies(sending.case, api_revision)
+    schema_cases.run_status_case(kube, sending.case, api_revision, status_pool)
