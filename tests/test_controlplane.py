@@ -191,3 +191,19 @@ def test_cluster_up_without_crds():
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
+
+
+def test_the_api_server_collects_garbage_near_its_memory_limit(monkeypatch):
+    """kube-apiserver runs with GOGC=off and GOMEMLIMIT=384MiB unless the environment sets them."""
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.setenv("GOMEMLIMIT", "1GiB")
+    c = EmbeddedCluster().start()
+    try:
+        environments = {p.name: dict(v.split("=", 1) for v in
+                                     Path(f"/proc/{p.popen.pid}/environ").read_text().split("\0") if "=" in v)
+                        for p in c._procs}
+    finally:
+        c.stop()
+    assert (environments["kube-apiserver"].get("GOGC"), environments["kube-apiserver"]["GOMEMLIMIT"]) == (
+        "off", "1GiB")
+    assert "GOGC" not in environments["etcd"] and "GOGC" not in environments["kube-controller-manager"]
