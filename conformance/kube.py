@@ -108,8 +108,8 @@ class ApiError(Exception):
 
 # The kubernetes client runs a kubeconfig's credential refresh before every
 # request. For a bearer token that re-applies the whole kubeconfig user and
-# cluster (reading the proxy settings from the environment again): about
-# 0.3 ms a request. The loader renews a token 5 minutes before it expires, so
+# cluster (reading the proxy settings from the environment again): some
+# 45 µs a request. The loader renews a token 5 minutes before it expires, so
 # once a second renews it as surely.
 REFRESH_INTERVAL = 1.0
 
