@@ -137,8 +137,12 @@ def _generation(obj: dict | None) -> int | None:
 
 
 def condition_problems(conds: list[dict] | None, ctype: str, status: str, reason: str | None,
-                       generation: int | None, owner: str) -> list[str]:
-    """How the latest condition `ctype` of an entry differs from `ctype`=`status` (`reason`)."""
+                       generation: int | None, owner: str, *, generation_required: bool = False) -> list[str]:
+    """How the latest condition `ctype` of an entry differs from `ctype`=`status` (`reason`).
+
+    A condition without observedGeneration passes (SPEC C4: those that carry it must
+    match), unless `generation_required`: Gateway API's conformance counts a route
+    condition without it as stale, and so does this suite."""
     cond = find(conds, ctype)
     if cond is None:
         types = ", ".join(str(c.get("type")) for c in conds or []) or "none"
@@ -154,6 +158,9 @@ def condition_problems(conds: list[dict] | None, ctype: str, status: str, reason
     if not is_latest(cond, generation):
         problems.append(f"{owner} has condition {ctype} at observedGeneration {cond.get('observedGeneration')} "
                         f"where the object is at generation {generation}")
+    elif generation_required and generation is not None and cond.get("observedGeneration") is None:
+        problems.append(f"{owner} has condition {ctype} with observedGeneration absent where the rule wants "
+                        f"{generation}, the object's generation")
     return problems
 
 
@@ -226,7 +233,8 @@ def route_ref_differences(ref: dict, gateway: str, namespace: str) -> list[str]:
 
 def judge_route_condition(gateway: str, namespace: str, ctype: str, status: str, reason: str | None = None,
                           ) -> Callable[[dict | None], Judgement]:
-    """The route's status.parents entry for the Gateway has the latest condition ctype=status (reason)."""
+    """The route's status.parents entry for the Gateway has the latest condition ctype=status (reason),
+    carrying the route's generation as its observedGeneration."""
     where = f"Gateway {namespace}/{gateway}"
 
     def judge(route: dict | None) -> Judgement:
@@ -240,6 +248,7 @@ def judge_route_condition(gateway: str, namespace: str, ctype: str, status: str,
         answered = _all_latest(entry.get("conditions"), gen) and (entry.get("parentRef") or {}).get("name") == gateway
         if ref_diffs:
             return Judgement((f"the entry nearest to {where} has " + "; ".join(ref_diffs),), answered)
-        problems = condition_problems(entry.get("conditions"), ctype, status, reason, gen, f"the entry for {where}")
+        problems = condition_problems(entry.get("conditions"), ctype, status, reason, gen, f"the entry for {where}",
+                                      generation_required=True)
         return Judgement(tuple(problems), answered)
     return judge

@@ -39,8 +39,14 @@ FAULTS: dict[str, str] = {
         "checks only the extensionRef's name, not its kind and group",
     "drop-resolvedrefs":
         "writes only the Accepted condition on pool entries",
+    "hardcoded-controller-name":
+        "pool entries carry a built-in controllerName (reference-gateway.example.com/controller), not the "
+        "--controller-name its GatewayClass names; with revisions whose entries have no controllerName "
+        "(v1alpha2, v1.0, v1.0.2) it changes nothing",
     "route-status-missing":
         "never writes HTTPRoute status",
+    "route-no-observed-generation":
+        "HTTPRoute conditions carry no observedGeneration (the CRD allows it; Gateway API's conformance does not)",
     "no-invalid-ref-on-delete":
         "ignores Service deletions, so a deleted extension Service still counts as resolved",
     "keep-default-parent":

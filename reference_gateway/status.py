@@ -29,6 +29,7 @@ from .model import (
 from .revisions import Revision
 
 MAX_PARENTS = 32  # API limit on a pool's status.parent(s) (and on HTTPRoute status.parents)
+HARDCODED_CONTROLLER = "reference-gateway.example.com/controller"  # fault hardcoded-controller-name
 
 
 def timestamp(t: float | None = None) -> str:
@@ -191,10 +192,13 @@ def route_status(route: dict, world: World, now: str) -> dict:
         accepted, reason, message = attachment(route, ref, gw)
         resolved = condition("ResolvedRefs", "True", "ResolvedRefs", "All backendRefs resolved.", gen, now, prev) \
             if problem is None else condition("ResolvedRefs", "False", problem[0], problem[1], gen, now, prev)
-        wanted.append({"parentRef": ref, "controllerName": me, "conditions": _merge_conditions(prev, as_written([
+        conds = _merge_conditions(prev, as_written([
             condition("Accepted", "True" if accepted else "False", reason, message, gen, now, prev),
             resolved,
-        ], gen, now, prev))})
+        ], gen, now, prev))
+        if faults.on("route-no-observed-generation"):
+            conds = [{k: v for k, v in c.items() if k != "observedGeneration"} for c in conds]
+        wanted.append({"parentRef": ref, "controllerName": me, "conditions": conds})
 
     out: list[dict] = []
     for e in existing:
@@ -330,11 +334,16 @@ def _pool_entry(pool: dict, parent: _Parent, world: World, revision: Revision, o
     conditions = as_written(conditions, gen, now, prev)
     if faults.on("rebuild-conditions") and _without_times(conditions) == _without_times(old_conditions):
         conditions = old_conditions  # only the times differ: nothing to write
-    return revision.entry(ref, world.controller_name, conditions)
+    return revision.entry(ref, pool_entry_signature(world), conditions)
 
 
 def _without_times(conditions: list[dict]) -> list[dict]:
     return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in conditions]
+
+
+def pool_entry_signature(world: World) -> str:
+    """The controllerName this controller writes in pool parent entries, and knows its own by."""
+    return HARDCODED_CONTROLLER if faults.on("hardcoded-controller-name") else world.controller_name
 
 
 def entry_owner(entry: dict, world: World, revision: Revision, remembered: list[tuple[dict, Key]],
@@ -346,7 +355,7 @@ def entry_owner(entry: dict, world: World, revision: Revision, remembered: list[
     our controllerName and names a Gateway, or when it names a Gateway of our
     class (pool entries of the revisions without controllerName carry no owner)."""
     written_by = entry.get("controllerName")
-    if written_by and written_by != world.controller_name:
+    if written_by and written_by != pool_entry_signature(world):
         return None
     ref = entry.get("parentRef") or {}
     for r, gk in remembered:

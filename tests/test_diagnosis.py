@@ -97,6 +97,20 @@ def test_a_route_entry_of_the_wrong_reason_is_named():
                                      "'InvalidKind' where the rule wants reason 'BackendNotFound'",)
 
 
+
+def test_a_condition_without_observed_generation_passes_on_a_pool_but_not_on_a_route():
+    """SPEC C4 judges the pool conditions that carry observedGeneration; Gateway API's conformance
+    counts a route condition without it as stale, and so does the suite."""
+    unversioned = {k: v for k, v in cond("Accepted", "True", "Accepted").items() if k != "observedGeneration"}
+    pool = conditions.judge_pool_condition(SEED, "gw", "ns", "Accepted", "True", "Accepted")
+    assert pool(pool_with(entry(seed_ref(), unversioned))).ok
+    route = {"metadata": {"generation": 2}, "status": {"parents": [
+        {"parentRef": {"name": "gw"}, "controllerName": "x/y", "conditions": [unversioned]}]}}
+    verdict = conditions.judge_route_condition("gw", "ns", "Accepted", "True", "Accepted")(route)
+    assert verdict.problems == ("the entry for Gateway ns/gw has condition Accepted with observedGeneration absent "
+                                "where the rule wants 2, the object's generation",)
+    assert verdict.answered  # an answer, if a wrong one: the wait ends after the settle window
+
 # -- the settle rule, on a real API server -----------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 From GIE v1.6 `endpointPickerRef` is optional. Upstream's InferencePoolMissingEPPRef
 takes either answer, and so does this test; anything else (no entry, another
-reason) fails.
+reason) fails. Like upstream's, it first wants the route to such a pool Accepted.
 """
 
 import pytest
@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.rule("C15", "C1"), pytest.mark.features("SupportInfere
 def test_pool_without_picker(topology):
     topology.apply_file("pool-with-route.yaml", skip=("InferencePool/pool",))
     topology.create(topology.pool(picker=False))
+    topology.wait_route_condition("Accepted", "True", "Accepted")
     ns, revision = topology.namespace, topology.revision
     accepted = conditions.judge_pool_condition(revision, "gateway", ns, "Accepted", "True", "Accepted")
     missing = conditions.judge_pool_condition(revision, "gateway", ns, "Accepted", "False", "EndpointPickerRefMissing")
