@@ -99,7 +99,8 @@ _FLAGS: dict[str, tuple[str, object, str]] = {
                                  "directory an installed suite runs in)"),
     "implementation-command": ("str", None, "on the embedded cluster, start this command as the implementation under "
                                             "test ({kubeconfig} is replaced by the kubeconfig path, {api_revision} by "
-                                            "the judged API revisions' names, comma-separated)"),
+                                            "the judged API revisions' names, comma-separated; {envoy_config_dir} and "
+                                            "{gateway_addresses} by the traffic tier's, see docs/traffic.md)"),
 }
 
 # pytest owns --debug and --version, so on the command line these two carry a

@@ -50,7 +50,8 @@ def test_tiers():
     assert report.tier_of(("C1",), ("SupportInferencePool",), core_features) == "core"
     assert report.tier_of(("C1",), ("SupportInferencePool", "SupportX"), core_features) == "extended"
     assert report.tier_of((), ("SupportInferencePool",), core_features) is None  # no rule: not in the profile
-    assert report.areas_of(("S1", "D2", "S3", "C1", "X1")) == ("schema", "defaulting", "status", "externalname")
+    assert report.areas_of(("S1", "D2", "S3", "C1", "X1", "T5")) == ("schema", "defaulting", "status", "externalname",
+                                                                "traffic")
 
 
 # -- outcomes ----------------------------------------------------------------------

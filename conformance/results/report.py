@@ -53,7 +53,7 @@ STATISTICS_KEYS = frozenset({"Passed", "Failed", "Skipped"})
 RESULTS = ("success", "partial", "failure")
 
 # Rule ID prefix -> area (the label used in JUnit properties and Allure).
-AREAS = {"S": "schema", "D": "defaulting", "C": "status", "X": "externalname"}
+AREAS = {"S": "schema", "D": "defaulting", "C": "status", "X": "externalname", "T": "traffic"}
 _RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 # Versions and modes name report files, so they must be one path segment.
 _TOKEN = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.+]*$")

@@ -116,6 +116,7 @@ class Revision:
     picker_ref_optional: bool = False  # a pool may leave out its endpoint picker reference (C15)
     controller_name: bool = False  # parent entries have controllerName (C16, S17)
     multiple_target_ports: bool = False  # targetPorts takes up to 8 unique ports, data parallelism (T8)
+    bounded_match_labels: bool = False  # selector.matchLabels takes 1 to 64 entries (S16)
     app_protocol: bool = False  # spec.appProtocol: http or kubernetes.io/h2c (T8, S14, D8)
     # The picker reference may leave out its port; a gateway SHOULD then use 9002 (T8, D4: reported).
     picker_port_default: bool = False

@@ -23,12 +23,13 @@ def _revision(name: str, title: str, release: str, **facts) -> Revision:
 
 REVISIONS = (
     _revision("v1.0", "GIE v1.0.0 - v1.0.1", "v1.0.0"),
-    _revision("v1.0.2", "GIE v1.0.2", "v1.0.2"),
-    _revision("v1.1", "GIE v1.1.0 - v1.3.x", "v1.1.0", controller_name=True, multiple_target_ports=True),
-    _revision("v1.4", "GIE v1.4.0 - v1.5.x", "v1.4.0", controller_name=True, multiple_target_ports=True,
-              app_protocol=True),
-    _revision("v1.6", "GIE v1.6.x", "v1.6.0", controller_name=True, multiple_target_ports=True, app_protocol=True,
-              picker_ref_optional=True),
+    _revision("v1.0.2", "GIE v1.0.2", "v1.0.2", bounded_match_labels=True),
+    _revision("v1.1", "GIE v1.1.0 - v1.3.x", "v1.1.0", bounded_match_labels=True, controller_name=True,
+              multiple_target_ports=True),
+    _revision("v1.4", "GIE v1.4.0 - v1.5.x", "v1.4.0", bounded_match_labels=True, controller_name=True,
+              multiple_target_ports=True, app_protocol=True),
+    _revision("v1.6", "GIE v1.6.x", "v1.6.0", bounded_match_labels=True, controller_name=True,
+              multiple_target_ports=True, app_protocol=True, picker_ref_optional=True),
 )
 
 
@@ -47,15 +48,8 @@ def fingerprint(schema: dict) -> dict:
     }
 
 
-FINGERPRINTS = {
-    "v1.0": {"target_ports_max": 1, "match_labels_bounded": False, "app_protocol": False,
-             "picker_ref_required": True, "controller_name": False},
-    "v1.0.2": {"target_ports_max": 1, "match_labels_bounded": True, "app_protocol": False,
-               "picker_ref_required": True, "controller_name": False},
-    "v1.1": {"target_ports_max": 8, "match_labels_bounded": True, "app_protocol": False,
-             "picker_ref_required": True, "controller_name": True},
-    "v1.4": {"target_ports_max": 8, "match_labels_bounded": True, "app_protocol": True,
-             "picker_ref_required": True, "controller_name": True},
-    "v1.6": {"target_ports_max": 8, "match_labels_bounded": True, "app_protocol": True,
-             "picker_ref_required": False, "controller_name": True},
-}
+# What each revision's schema shows, from its entry above.
+FINGERPRINTS = {r.name: {"target_ports_max": 8 if r.multiple_target_ports else 1,
+                         "match_labels_bounded": r.bounded_match_labels, "app_protocol": r.app_protocol,
+                         "picker_ref_required": not r.picker_ref_optional, "controller_name": r.controller_name}
+                for r in REVISIONS}
