@@ -158,6 +158,15 @@ class _Order:
             items.sort(key=_order)  # stable
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A pytest-xdist worker cleans up before it tells the controller it has finished: once told,
+    # the controller tears the workers down, and one still waiting for its namespaces to go
+    # (5 s and more on a real cluster) would get a SIGINT after 5 s and be ended 10 s later.
+    suite = session.config.stash.get(SESSION, None)
+    if suite is not None and hasattr(session.config, "workerinput"):
+        suite.close()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION, None)
     if session is not None:
@@ -176,6 +185,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         config.stash[HOST_DIR] = scratch.mkdtemp("host")
         config.stash[SESSION].host_for_workers(config.stash[HOST_DIR])
         config.pluginmanager.register(_HostProgress(config.stash[SESSION]), "ipc-host-progress")
+    elif _controls_workers_on_a_users_cluster(config):
+        # The workers connect on their own, and what they print is not shown: the controller reads
+        # the installed APIs once itself, so the run says at its start what it found and judges
+        # (and an unreachable cluster or a missing CRD ends it with one line, before any worker).
+        _ = config.stash[SESSION].kube
 
 
 def _sweep(config: pytest.Config) -> None:
@@ -192,6 +206,11 @@ def _hosts_for_workers(config: pytest.Config) -> bool:
     it starts the cluster (and the implementation) once, for all of them, at once."""
     return (config.pluginmanager.has_plugin("dsession") and config.stash[SESSION].opts.embedded
             and all(str(tx).startswith("popen") for tx in config.getoption("tx") or ())  # workers on this machine
+            and not config.getoption("rule_coverage") and _runs_suite(config))
+
+
+def _controls_workers_on_a_users_cluster(config: pytest.Config) -> bool:
+    return (config.pluginmanager.has_plugin("dsession") and not config.stash[SESSION].opts.embedded
             and not config.getoption("rule_coverage") and _runs_suite(config))
 
 

@@ -186,6 +186,7 @@ class SuiteSession:
         self._shared_namespace: str | None = None
         self._deleting: list[str] = []
         self._unsure: list[str] = []  # namespaces whose create got no answer
+        self._closed = False
         self._features: frozenset[str] | None = None
         self._brought_up: bool | None = None  # what bring_up_implementation did, once it has
         # Per API: whether the implementation wrote any InferencePool status of it.
@@ -435,6 +436,7 @@ class SuiteSession:
                 lines.append(f"API {name}: not installed ({api.crd_name}); its tests are not-applicable")
                 continue
             found[name] = self._judged_revision(api, crd, forced, lines)
+        lines += self._unjudged_lines()
         if not any(found.values()):
             pytest.exit(f"no InferencePool CRD is installed on the cluster (looked for "
                         f"{', '.join(revisions.APIS[a].crd_name for a in found)}); install the CRD of your GIE "
@@ -443,6 +445,26 @@ class SuiteSession:
         for line in lines:
             self._progress(line)
         return found
+
+    def _unjudged_lines(self) -> list[str]:
+        """One line for each installed InferencePool API that --api-revision leaves out: the run says what
+        it found, not only what it judges."""
+        if not self.opts.api_revisions:
+            return []  # every API is judged, or (embedded) only the judged ones are installed
+        out = []
+        for name, api in revisions.APIS.items():
+            if name in self.judged_apis:
+                continue
+            try:
+                crd = self._kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", api.crd_name)
+            except ApiError:
+                continue  # the judged APIs' CRDs were read: this one is not worth ending the run for
+            if crd is not None:
+                detected = revisions.detect(crd)
+                what = f"revision {detected.name} ({detected.title})" if detected else "of no known revision"
+                out.append(f"API {name}: installed, {what}; not judged: --api-revision "
+                           f"{','.join(self.opts.api_revisions)} names only API {', '.join(self.judged_apis)}")
+        return out
 
     def _judged_revision(self, api: revisions.Api, crd: dict, forced: revisions.Revision | None,
                          lines: list[str]) -> revisions.Revision:
@@ -703,6 +725,10 @@ class SuiteSession:
     # -- teardown --------------------------------------------------------------
 
     def close(self) -> None:
+        """Delete what the run left to the end, stop what it started; once (a second call does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         with cleanup_shielded(reraise=False):  # the run is ending anyway
             self._close()
 

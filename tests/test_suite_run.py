@@ -1,16 +1,18 @@
 """The whole suite, run as a user runs it, passes on the embedded cluster with the reference
-implementation, for every API revision; forcing the wrong revision fails and says why."""
+implementation, for every API revision; on a user's cluster it judges the APIs it finds (one or
+both) and says which; forcing the wrong revision fails and says why."""
 
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from conformance.revisions import DEFAULTS, NOT_APPLICABLE_PREFIX, REVISIONS
 
-from .suite_run import PYTEST, REPO, stop
+from .suite_run import PASSED, PYTEST, REPO, SKIPPED, run_suite, start_reference, stop, with_api
 
 # The suite's tiers that need only the API server (no implementation).
 API_SERVER_TESTS = ["conformance/tests/test_schema.py", "conformance/tests/test_status_subresource.py"]
@@ -53,10 +55,10 @@ def test_suite_passes_on_embedded(tmp_path, revision):
     assert counts["tests"] - counts["skipped"] >= 140, counts
 
 
-@pytest.fixture
-def v05_cluster():
-    """The embedded cluster with the v0.5 CRD, started the way a user starts it."""
-    proc = subprocess.Popen([sys.executable, "-m", "conformance", "cluster", "up", "--api-revision", "v0.5"],
+@contextmanager
+def cluster_up(api_revisions: str):
+    """The embedded cluster with these revisions' CRDs, started the way a user starts it; its kubeconfig."""
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", "cluster", "up", "--api-revision", api_revisions],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         kubeconfig = proc.stdout.readline().strip()  # the first line of stdout is the kubeconfig path
@@ -64,6 +66,53 @@ def v05_cluster():
         yield kubeconfig
     finally:
         stop(proc)
+
+
+@pytest.fixture
+def v05_cluster():
+    with cluster_up("v0.5") as kubeconfig:
+        yield kubeconfig
+
+
+def test_a_cluster_of_the_ga_api_alone_is_judged_on_it(tmp_path):
+    """A cluster of GIE v1.5 or later (no v1alpha2 CRD): the run finds v1 alone, judges it whole with the
+    implementation, and its v1alpha2 tests are not-applicable."""
+    from conformance.features import REFERENCE_GATEWAY_CLASS
+
+    with cluster_up("v1.6") as kubeconfig:
+        implementation = start_reference(Path(kubeconfig), tmp_path / "implementation.log", "v1.6",
+                                         extra_args=["--gateway-class", REFERENCE_GATEWAY_CLASS,
+                                                     "--install-gateway-class"])
+        try:
+            run = run_suite([f"--kubeconfig={kubeconfig}", "--gateway-class", REFERENCE_GATEWAY_CLASS, "-n", "2",
+                             "-p", "no:allure_pytest"], tmp_path / "results")
+        finally:
+            stop(implementation)
+    assert run.returncode == 0, run.output[-4000:]
+    # The workers clean up before they tell the controller they are done, so no teardown interrupts them.
+    assert "interrupted" not in run.output, run.output[-2000:]
+    assert "API v1alpha2: not installed (inferencepools.inference.networking.x-k8s.io); its tests are " \
+           "not-applicable" in run.output, run.output[:2000]
+    assert revision_line(run.output, "v1.6").endswith("detected from the installed CRD"), run.output[:2000]
+    passed = run.with_outcome(PASSED)
+    assert with_api("test_pool_accepted.py::test_pool_accepted", "v1") in passed, sorted(run.outcomes)[:20]
+    assert len({t for t in passed if "[v1]" in t or "[v1-" in t}) >= 150, len(passed)
+    alpha = {t for t in run.outcomes if "[v1alpha2" in t}
+    assert alpha and alpha <= run.with_outcome(SKIPPED), sorted(alpha - run.with_outcome(SKIPPED))[:10]
+
+
+def test_an_installed_api_left_out_by_api_revision_is_named(tmp_path):
+    """A cluster of GIE v1.0 - v1.4 has both APIs; narrowed to one with --api-revision, the run says
+    which other API it found and does not judge."""
+    with cluster_up("v0.5,v1.4") as kubeconfig:
+        run = subprocess.run([*PYTEST, f"--kubeconfig={kubeconfig}", "--api-revision", "v1.4",
+                              f"--results-dir={tmp_path}", API_SERVER_TESTS[1]],
+                             cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert revision_line(run.stdout, "v1.4").endswith("forced by --api-revision; the installed CRD matches it")
+    assert ("API v1alpha2: installed, revision v0.5 (GIE v0.5.x); not judged: --api-revision v1.4 names only "
+            "API v1") in run.stdout, run.stdout[:2000]
+    assert "[v1alpha2" not in run.stdout
 
 
 def test_revision_detected_and_wrong_revision_named(v05_cluster):
