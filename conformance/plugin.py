@@ -201,17 +201,21 @@ def _sweep(config: pytest.Config) -> None:
                       f"in {removed[0].parent}: {', '.join(p.name for p in removed)}")
 
 
+def _controls_suite_workers(config: pytest.Config) -> bool:
+    """A pytest-xdist controller whose workers will run the suite's tests."""
+    return (config.pluginmanager.has_plugin("dsession") and not config.getoption("rule_coverage")
+            and _runs_suite(config))
+
+
 def _hosts_for_workers(config: pytest.Config) -> bool:
     """A pytest-xdist controller whose workers will run the suite's tests on the embedded cluster:
     it starts the cluster (and the implementation) once, for all of them, at once."""
-    return (config.pluginmanager.has_plugin("dsession") and config.stash[SESSION].opts.embedded
-            and all(str(tx).startswith("popen") for tx in config.getoption("tx") or ())  # workers on this machine
-            and not config.getoption("rule_coverage") and _runs_suite(config))
+    return (_controls_suite_workers(config) and config.stash[SESSION].opts.embedded
+            and all(str(tx).startswith("popen") for tx in config.getoption("tx") or ()))  # workers on this machine
 
 
 def _controls_workers_on_a_users_cluster(config: pytest.Config) -> bool:
-    return (config.pluginmanager.has_plugin("dsession") and not config.stash[SESSION].opts.embedded
-            and not config.getoption("rule_coverage") and _runs_suite(config))
+    return _controls_suite_workers(config) and not config.stash[SESSION].opts.embedded
 
 
 def _runs_suite(config: pytest.Config) -> bool:

@@ -418,13 +418,19 @@ class SuiteSession:
         assert self._kube is not None
         found: dict[str, revisions.Revision | None] = {}
         lines: list[str] = []
-        for name in self.judged_apis:
-            api = revisions.APIS[name]
+        for name, api in revisions.APIS.items():
+            judged = name in self.judged_apis  # else left out by --api-revision: said when installed
             try:
                 crd = self._kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", api.crd_name)
             except ApiError as e:
+                if not judged:
+                    continue  # not worth ending the run for
                 pytest.exit(f"cannot read the InferencePool CRD {api.crd_name}: {_short(e)}",
                             returncode=EXIT_ENVIRONMENT)
+            if not judged:
+                if crd is not None:
+                    lines.append(self._unjudged_line(name, crd))
+                continue
             forced = next((revisions.REVISIONS[r] for r in self.opts.api_revisions
                            if revisions.REVISIONS[r].api is api), None)
             if crd is None:
@@ -436,7 +442,6 @@ class SuiteSession:
                 lines.append(f"API {name}: not installed ({api.crd_name}); its tests are not-applicable")
                 continue
             found[name] = self._judged_revision(api, crd, forced, lines)
-        lines += self._unjudged_lines()
         if not any(found.values()):
             pytest.exit(f"no InferencePool CRD is installed on the cluster (looked for "
                         f"{', '.join(revisions.APIS[a].crd_name for a in found)}); install the CRD of your GIE "
@@ -446,25 +451,13 @@ class SuiteSession:
             self._progress(line)
         return found
 
-    def _unjudged_lines(self) -> list[str]:
-        """One line for each installed InferencePool API that --api-revision leaves out: the run says what
-        it found, not only what it judges."""
-        if not self.opts.api_revisions:
-            return []  # every API is judged, or (embedded) only the judged ones are installed
-        out = []
-        for name, api in revisions.APIS.items():
-            if name in self.judged_apis:
-                continue
-            try:
-                crd = self._kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", api.crd_name)
-            except ApiError:
-                continue  # the judged APIs' CRDs were read: this one is not worth ending the run for
-            if crd is not None:
-                detected = revisions.detect(crd)
-                what = f"revision {detected.name} ({detected.title})" if detected else "of no known revision"
-                out.append(f"API {name}: installed, {what}; not judged: --api-revision "
-                           f"{','.join(self.opts.api_revisions)} names only API {', '.join(self.judged_apis)}")
-        return out
+    def _unjudged_line(self, name: str, crd: dict) -> str:
+        """The line for an installed InferencePool API that --api-revision leaves out: the run says what it
+        found, not only what it judges."""
+        detected = revisions.detect(crd)
+        what = f"revision {detected.name} ({detected.title})" if detected else "of no known revision"
+        return (f"API {name}: installed, {what}; not judged: --api-revision {','.join(self.opts.api_revisions)} "
+                f"names only API {', '.join(self.judged_apis)}")
 
     def _judged_revision(self, api: revisions.Api, crd: dict, forced: revisions.Revision | None,
                          lines: list[str]) -> revisions.Revision:
